@@ -1,0 +1,40 @@
+# talchaos — see README.md.
+GO       ?= go
+BIN      ?= bin/talchaos
+SCENARIO ?= too-many-learners
+SEED     ?= 1
+REPORT   ?= talchaos-report
+
+.PHONY: all build run test lint bench clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/talchaos
+
+# The main job: a built-in scenario on the embedded sim target. Prints the
+# verdict and the path of report.json.
+run: build
+	$(BIN) run $(SCENARIO) --seed $(SEED) --report-dir $(REPORT)
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+# Every test under the race detector; the scenario suite drives the engine, the
+# sim and the fakes through real runs.
+test: lint
+	$(GO) test -count=1 -race -timeout 12m ./...
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+clean:
+	rm -rf bin $(REPORT)
+
+# Compatibility suite (separate module in compat/): the real talosctl and Talos's
+# own pre-boot checks against `talchaos up`. Builds talosctl once into
+# $XDG_CACHE_HOME/talchaos (or ~/.cache/talchaos); minutes cold, seconds warm.
+.PHONY: compat
+compat:
+	cd compat && $(GO) test -count=1 -timeout 30m ./...
