@@ -1,0 +1,88 @@
+// Package talosapi is a fake Talos node API: a real gRPC server speaking the Talos
+// machinery protos (MachineService, StorageService, the COSI state service) on
+// behalf of a simulated node. It owns the protocol: TLS modes (maintenance versus
+// mutual TLS against the OS CA of the applied config), roles from the client
+// certificate, exact error codes and texts (TALOS-FIDELITY.md §3). The node behind
+// it (what a config does, how etcd runs) is a Backend.
+package talosapi
+
+import (
+	"context"
+
+	"github.com/cosi-project/runtime/pkg/state"
+	"github.com/siderolabs/talos/pkg/machinery/api/machine"
+	"github.com/siderolabs/talos/pkg/machinery/config"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Profile is a Talos behaviour line; answers differ between lines (TALOS-FIDELITY.md).
+type Profile string
+
+// Behaviour profiles.
+const (
+	V112 Profile = "v1.12"
+	V113 Profile = "v1.13"
+	V114 Profile = "v1.14"
+	Main Profile = "main"
+)
+
+// AtLeast reports whether p is the given line or newer; main is newest.
+func (p Profile) AtLeast(o Profile) bool { return profileRank(p) >= profileRank(o) }
+
+func profileRank(p Profile) int {
+	switch p {
+	case V112:
+		return 12
+	case V113:
+		return 13
+	case V114:
+		return 14
+	case Main:
+		return 100
+	}
+
+	return 12
+}
+
+// Backend is the simulated machine behind the API.
+type Backend interface {
+	// Hostname is the node's hostname (also the etcd member name).
+	Hostname() string
+	// Address is the node's IP address, as it appears in certificates and member lists.
+	Address() string
+	// Config is the applied machine configuration; nil while in maintenance.
+	Config() config.Provider
+
+	// AcceptConfig hands a validated configuration to a node in maintenance; the node
+	// leaves maintenance shortly after (asynchronously), as Talos does.
+	AcceptConfig(cfg config.Provider)
+	// ApplyConfig applies a configuration to a configured node in the given mode
+	// (already resolved from AUTO).
+	ApplyConfig(ctx context.Context, cfg config.Provider, mode machine.ApplyConfigurationRequest_Mode) error
+
+	// BootstrapAllowed reports whether the boot sequence has reached the point where
+	// Bootstrap is accepted.
+	BootstrapAllowed() bool
+	// EtcdDataDirEmpty reports whether the local etcd data directory has no entries.
+	EtcdDataDirEmpty() bool
+	// BootstrapEtcd stops the joining etcd and starts a new single-member cluster; it
+	// returns without waiting for etcd to become healthy.
+	BootstrapEtcd(ctx context.Context) error
+
+	// Services lists the node's services in ServiceList form.
+	Services() []*machine.ServiceInfo
+	// EtcdClient returns a client to the local member (local) or to the discovered
+	// control-plane endpoints, configured as Talos configures its own clients.
+	EtcdClient(ctx context.Context, local bool) (*clientv3.Client, error)
+	// EtcdClientEndpoint is the endpoint the local client talks to (for Status).
+	EtcdClientEndpoint() string
+
+	// Reboot and Reset run asynchronously after the reply is sent.
+	Reboot() error
+	Reset(req *machine.ResetRequest) error
+
+	// Resources is the node's COSI state (MachineStatus and friends).
+	Resources() state.State
+	// Log returns the log of a service ("machined", "etcd") or nil.
+	Log(id string) *LogBuffer
+}

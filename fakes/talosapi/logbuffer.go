@@ -1,0 +1,114 @@
+package talosapi
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+)
+
+// LogBuffer is a bounded, followable log of one service, like the circular
+// buffers machined keeps per service (served by MachineService/Logs).
+type LogBuffer struct {
+	mu      sync.Mutex
+	lines   []string
+	dropped int // lines evicted from the front; keeps follower offsets stable
+	max     int
+	notify  chan struct{}
+}
+
+// NewLogBuffer keeps at most max lines.
+func NewLogBuffer(max int) *LogBuffer {
+	return &LogBuffer{max: max, notify: make(chan struct{})}
+}
+
+// Printf appends one line in machined's log format (Go's standard log flags).
+func (b *LogBuffer) Printf(format string, args ...any) {
+	b.Append(time.Now().Format("2006/01/02 15:04:05 ") + fmt.Sprintf(format, args...))
+}
+
+// Write appends each line of p; it lets the buffer back a logger.
+func (b *LogBuffer) Write(p []byte) (int, error) {
+	for _, l := range strings.Split(strings.TrimRight(string(p), "\n"), "\n") {
+		b.Append(l)
+	}
+
+	return len(p), nil
+}
+
+// Append adds one line.
+func (b *LogBuffer) Append(line string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+
+	b.lines = append(b.lines, line)
+	if len(b.lines) > b.max {
+		n := len(b.lines) - b.max
+		b.lines = append([]string(nil), b.lines[n:]...)
+		b.dropped += n
+	}
+
+	close(b.notify)
+	b.notify = make(chan struct{})
+}
+
+// Reset empties the buffer, as a reboot does to machined's in-memory logs.
+// Followers see only what is written afterwards.
+func (b *LogBuffer) Reset() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+
+	b.dropped += len(b.lines)
+	b.lines = nil
+}
+
+// Lines returns a copy of the buffered lines.
+func (b *LogBuffer) Lines() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+
+	return append([]string(nil), b.lines...)
+}
+
+// Stream sends the last tail lines (all when tail < 0), then, when follow is set,
+// every new line until ctx ends.
+func (b *LogBuffer) Stream(ctx context.Context, tail int, follow bool, send func(string) error) error {
+	b.mu.Lock()
+	start := 0
+	if tail >= 0 && tail < len(b.lines) {
+		start = len(b.lines) - tail
+	}
+
+	pos := b.dropped + start // absolute index of the next line to send
+	b.mu.Unlock()
+
+	for {
+		b.mu.Lock()
+		idx := pos - b.dropped
+		if idx < 0 {
+			idx = 0
+		}
+
+		pending := append([]string(nil), b.lines[idx:]...)
+		pos = b.dropped + len(b.lines)
+		wait := b.notify
+		b.mu.Unlock()
+
+		for _, l := range pending {
+			if err := send(l); err != nil {
+				return err
+			}
+		}
+
+		if !follow {
+			return nil
+		}
+
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-wait:
+		}
+	}
+}

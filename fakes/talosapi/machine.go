@@ -1,0 +1,309 @@
+package talosapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/siderolabs/gen/xslices"
+	"github.com/siderolabs/talos/pkg/machinery/api/common"
+	"github.com/siderolabs/talos/pkg/machinery/api/machine"
+	"github.com/siderolabs/talos/pkg/machinery/config/configloader"
+	"github.com/siderolabs/talos/pkg/machinery/constants"
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/emptypb"
+)
+
+// machineServer is machined's MachineService (v1alpha1_server.go) for a node that
+// has a config, behind apid's mutual TLS.
+type machineServer struct {
+	machine.UnimplementedMachineServiceServer
+
+	s *Server
+}
+
+func (m *machineServer) backend() Backend { return m.s.opts.Backend }
+
+func (m *machineServer) machinedLog(format string, args ...any) {
+	if l := m.backend().Log("machined"); l != nil {
+		l.Printf(format, args...)
+	}
+}
+
+func (m *machineServer) isControlPlane() bool {
+	cfg := m.backend().Config()
+
+	return cfg != nil && cfg.Machine().Type().IsControlPlane()
+}
+
+func (m *machineServer) checkControlplane(apiName string) error {
+	if m.isControlPlane() {
+		return nil
+	}
+
+	return status.Errorf(codes.Unimplemented, "%s is only available on control plane nodes", apiName)
+}
+
+// ApplyConfiguration on a configured node (mode AUTO applies without a reboot:
+// simulated nodes can apply every change in place).
+func (m *machineServer) ApplyConfiguration(ctx context.Context, in *machine.ApplyConfigurationRequest) (*machine.ApplyConfigurationResponse, error) {
+	if !m.s.applyMu.TryLock() {
+		return nil, status.Error(codes.FailedPrecondition, "another apply configuration is already in progress")
+	}
+	defer m.s.applyMu.Unlock()
+
+	cfg, err := configloader.NewFromBytes(in.GetData())
+	if err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+
+	if cfg.RawV1Alpha1() == nil {
+		return nil, status.Error(codes.InvalidArgument, "the applied machine configuration doesn't contain v1alpha1 config, did you mean to patch the machine config instead?")
+	}
+
+	// v1.14 dropped the REBOOT mode on configured nodes.
+	if in.Mode == machine.ApplyConfigurationRequest_REBOOT && m.s.opts.Profile.AtLeast(V114) { //nolint:staticcheck // the mode is what is being refused
+		return nil, status.Error(codes.Unimplemented, "the REBOOT mode is not supported, please use AUTO or NO_REBOOT modes instead")
+	}
+
+	mode := validationMode{installed: true}
+
+	warnings, err := cfg.Validate(mode)
+	if err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+
+	warningsRuntime, err := cfg.RuntimeValidate(ctx, m.backend().Resources(), mode)
+	if err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+
+	warnings = slices.Concat(warnings, warningsRuntime)
+	modeName := in.Mode.String()
+	details := "Applied configuration with a reboot"
+
+	switch in.Mode { //nolint:exhaustive
+	case machine.ApplyConfigurationRequest_TRY, machine.ApplyConfigurationRequest_NO_REBOOT:
+		details = "Applied configuration without a reboot"
+	case machine.ApplyConfigurationRequest_STAGED:
+		details = "Staged configuration to be applied after the next reboot"
+	case machine.ApplyConfigurationRequest_AUTO:
+		in.Mode = machine.ApplyConfigurationRequest_NO_REBOOT
+		details = "Applied configuration without a reboot"
+		modeName = fmt.Sprintf("%s(%s)", modeName, in.Mode)
+	}
+
+	if in.DryRun {
+		return &machine.ApplyConfigurationResponse{Messages: []*machine.ApplyConfiguration{{
+			Mode:        in.Mode,
+			ModeDetails: fmt.Sprintf("Dry run summary:\n%s (skipped in dry-run).\n", details),
+		}}}, nil
+	}
+
+	m.machinedLog("apply config request: mode %s", strings.ToLower(modeName))
+
+	if err := m.backend().ApplyConfig(ctx, cfg, in.Mode); err != nil {
+		return nil, err
+	}
+
+	return &machine.ApplyConfigurationResponse{Messages: []*machine.ApplyConfiguration{{
+		Mode:        in.Mode,
+		Warnings:    warnings,
+		ModeDetails: details,
+	}}}, nil
+}
+
+// Bootstrap checks, in Talos's order, then starts a new single-member cluster. It
+// looks only at the local data directory: a second node still in its join loop
+// bootstraps a second cluster (talos #5500).
+func (m *machineServer) Bootstrap(ctx context.Context, _ *machine.BootstrapRequest) (*machine.BootstrapResponse, error) {
+	m.machinedLog("bootstrap request received")
+
+	if !m.backend().BootstrapAllowed() {
+		return nil, status.Error(codes.FailedPrecondition, "bootstrap is not available yet")
+	}
+
+	if !m.isControlPlane() {
+		if m.s.opts.Profile.AtLeast(V114) {
+			return nil, status.Error(codes.Unimplemented, "bootstrap is only available on control plane nodes")
+		}
+
+		return nil, status.Error(codes.FailedPrecondition, "bootstrap can only be performed on a control plane node")
+	}
+
+	if !m.backend().EtcdDataDirEmpty() {
+		return nil, status.Error(codes.AlreadyExists, "etcd data directory is not empty")
+	}
+
+	if err := m.backend().BootstrapEtcd(ctx); err != nil {
+		return nil, err
+	}
+
+	return &machine.BootstrapResponse{Messages: []*machine.Bootstrap{{}}}, nil
+}
+
+// EtcdMemberList asks the discovered control-plane endpoints (or the local member
+// with QueryLocal) and passes etcd's errors through unchanged, as Talos does.
+func (m *machineServer) EtcdMemberList(ctx context.Context, in *machine.EtcdMemberListRequest) (*machine.EtcdMemberListResponse, error) {
+	if err := m.checkControlplane("member list"); err != nil {
+		return nil, err
+	}
+
+	client, err := m.backend().EtcdClient(ctx, in.QueryLocal)
+	if err != nil {
+		return nil, err
+	}
+
+	defer client.Close() //nolint:errcheck
+
+	resp, err := client.MemberList(clientv3.WithRequireLeader(ctx))
+	if err != nil {
+		return nil, err
+	}
+
+	return &machine.EtcdMemberListResponse{Messages: []*machine.EtcdMembers{{
+		LegacyMembers: xslices.Map(resp.Members, (*etcdserverpb.Member).GetName),
+		Members: xslices.Map(resp.Members, func(member *etcdserverpb.Member) *machine.EtcdMember {
+			return &machine.EtcdMember{
+				Id:         member.GetID(),
+				Hostname:   member.GetName(),
+				PeerUrls:   member.GetPeerURLs(),
+				ClientUrls: member.GetClientURLs(),
+				IsLearner:  member.GetIsLearner(),
+			}
+		}),
+	}}}, nil
+}
+
+// EtcdRemoveMemberByID removes a member through the discovered endpoints.
+func (m *machineServer) EtcdRemoveMemberByID(ctx context.Context, in *machine.EtcdRemoveMemberByIDRequest) (*machine.EtcdRemoveMemberByIDResponse, error) {
+	if err := m.checkControlplane("etcd remove member"); err != nil {
+		return nil, err
+	}
+
+	client, err := m.backend().EtcdClient(ctx, false)
+	if err != nil {
+		return nil, fmt.Errorf("failed to create etcd client: %w", err)
+	}
+
+	defer client.Close() //nolint:errcheck
+
+	if _, err = client.MemberRemove(clientv3.WithRequireLeader(ctx), in.MemberId); err != nil {
+		err = fmt.Errorf("failed to remove member %d: %w", in.MemberId, err)
+
+		if errors.Is(err, rpctypes.ErrMemberNotFound) {
+			return nil, status.Error(codes.NotFound, err.Error())
+		}
+
+		return nil, fmt.Errorf("failed to remove member: %w", err)
+	}
+
+	return &machine.EtcdRemoveMemberByIDResponse{Messages: []*machine.EtcdRemoveMemberByID{{}}}, nil
+}
+
+// EtcdStatus queries the local member; it works on a learner.
+func (m *machineServer) EtcdStatus(ctx context.Context, _ *emptypb.Empty) (*machine.EtcdStatusResponse, error) {
+	if err := m.checkControlplane("etcd status"); err != nil {
+		return nil, err
+	}
+
+	client, err := m.backend().EtcdClient(ctx, true)
+	if err != nil {
+		return nil, fmt.Errorf("failed to create etcd client: %w", err)
+	}
+
+	defer client.Close() //nolint:errcheck
+
+	resp, err := client.Status(ctx, m.backend().EtcdClientEndpoint())
+	if err != nil {
+		return nil, fmt.Errorf("failed to query etcd status: %w", err)
+	}
+
+	return &machine.EtcdStatusResponse{Messages: []*machine.EtcdStatus{{MemberStatus: &machine.EtcdMemberStatus{
+		MemberId:         resp.Header.MemberId,
+		ProtocolVersion:  resp.Version,
+		DbSize:           resp.DbSize,
+		DbSizeInUse:      resp.DbSizeInUse,
+		Leader:           resp.Leader,
+		RaftIndex:        resp.RaftIndex,
+		RaftTerm:         resp.RaftTerm,
+		RaftAppliedIndex: resp.RaftAppliedIndex,
+		StorageVersion:   resp.StorageVersion,
+		Errors:           resp.Errors,
+		IsLearner:        resp.IsLearner,
+	}}}}, nil
+}
+
+// ServiceList returns the registered services and their state.
+func (m *machineServer) ServiceList(context.Context, *emptypb.Empty) (*machine.ServiceListResponse, error) {
+	return &machine.ServiceListResponse{Messages: []*machine.ServiceList{{Services: m.backend().Services()}}}, nil
+}
+
+// Version reports the profile's Talos version and platform mode "container".
+func (m *machineServer) Version(context.Context, *emptypb.Empty) (*machine.VersionResponse, error) {
+	return &machine.VersionResponse{Messages: []*machine.Version{{
+		Version: &machine.VersionInfo{
+			Tag:       m.s.opts.Version,
+			Sha:       "talchaos",
+			GoVersion: runtime.Version(),
+			Os:        runtime.GOOS,
+			Arch:      runtime.GOARCH,
+		},
+		Platform: &machine.PlatformInfo{Name: "container", Mode: "container"},
+		Features: &machine.FeaturesInfo{Rbac: true},
+	}}}, nil
+}
+
+// Reboot is asynchronous: the reply goes out, then the node goes down.
+func (m *machineServer) Reboot(context.Context, *machine.RebootRequest) (*machine.RebootResponse, error) {
+	actorID := uuid.New().String()
+	m.machinedLog("reboot via API received. actor id: %s", actorID)
+
+	if err := m.backend().Reboot(); err != nil {
+		return nil, err
+	}
+
+	return &machine.RebootResponse{Messages: []*machine.Reboot{{ActorId: actorID}}}, nil
+}
+
+// Reset is asynchronous; graceful=false leaves the etcd member behind.
+func (m *machineServer) Reset(_ context.Context, in *machine.ResetRequest) (*machine.ResetResponse, error) {
+	actorID := uuid.New().String()
+	m.machinedLog("reset request received. actorID: %s", actorID)
+
+	if err := m.backend().Reset(in); err != nil {
+		return nil, err
+	}
+
+	return &machine.ResetResponse{Messages: []*machine.Reset{{ActorId: actorID}}}, nil
+}
+
+// Logs streams a service log (namespace "system" or the kubelet), as machined's
+// circular buffers do.
+func (m *machineServer) Logs(req *machine.LogsRequest, srv machine.MachineService_LogsServer) error {
+	if req.Namespace != constants.SystemContainerdNamespace && req.Id != "kubelet" {
+		return status.Errorf(codes.Unimplemented, "logs of namespace %q are not simulated", req.Namespace)
+	}
+
+	buf := m.backend().Log(req.Id)
+	if buf == nil {
+		return nil // machined creates an empty log for an unknown id
+	}
+
+	return buf.Stream(srv.Context(), int(req.TailLines), req.Follow, func(line string) error {
+		return srv.Send(&common.Data{Bytes: []byte(line + "\n")})
+	})
+}
+
+// LogsContainers lists the registered logs.
+func (m *machineServer) LogsContainers(context.Context, *emptypb.Empty) (*machine.LogsContainersResponse, error) {
+	return &machine.LogsContainersResponse{Messages: []*machine.LogsContainer{{Ids: []string{"etcd", "machined"}}}}, nil
+}

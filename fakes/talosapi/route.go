@@ -1,0 +1,436 @@
+package talosapi
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	"github.com/siderolabs/talos/pkg/machinery/api/common"
+	"github.com/siderolabs/talos/pkg/machinery/constants"
+	"github.com/siderolabs/talos/pkg/machinery/role"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
+)
+
+// Router resolves the nodes a request addresses, as apid does with its `node`
+// (one-to-one) and `nodes` (one-to-many) metadata.
+type Router interface {
+	// Resolve returns the Talos API endpoint (host:port) of the node known by
+	// target (its IP or hostname), and whether that node is this one.
+	Resolve(target string) (endpoint string, local bool, ok bool)
+}
+
+// peers caches client connections to other nodes' APIs.
+type peers struct {
+	mu    sync.Mutex
+	conns map[string]*grpc.ClientConn
+}
+
+func (p *peers) get(endpoint string, tlsConf *tls.Config) (*grpc.ClientConn, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+
+	if c, ok := p.conns[endpoint]; ok {
+		return c, nil
+	}
+
+	c, err := grpc.NewClient("passthrough:///"+endpoint, grpc.WithTransportCredentials(credentials.NewTLS(tlsConf)))
+	if err != nil {
+		return nil, err
+	}
+
+	if p.conns == nil {
+		p.conns = map[string]*grpc.ClientConn{}
+	}
+
+	p.conns[endpoint] = c
+
+	return c, nil
+}
+
+func (p *peers) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+
+	for _, c := range p.conns {
+		c.Close() //nolint:errcheck
+	}
+
+	p.conns = nil
+}
+
+// routeUnary serves requests addressed to other nodes by forwarding them, and
+// fans out one-to-many requests, stamping each reply message's metadata with the
+// node it came from (apid's behaviour, visible to every talosctl user).
+func (s *Server) routeUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	if s.opts.Router == nil || s.Mode() != "configured" || (len(md.Get("node")) == 0 && len(md.Get("nodes")) == 0) {
+		return handler(ctx, req)
+	}
+
+	if nodes := md.Get("nodes"); len(nodes) > 0 {
+		return s.fanOut(ctx, req, info, handler, splitNodes(nodes))
+	}
+
+	target := md.Get("node")[0]
+
+	endpoint, local, ok := s.opts.Router.Resolve(target)
+	if !ok {
+		return nil, status.Errorf(codes.Unavailable, "unknown node %q", target)
+	}
+
+	if local {
+		return handler(stripRouting(ctx), req)
+	}
+
+	return s.forward(ctx, info.FullMethod, req, endpoint)
+}
+
+func splitNodes(values []string) []string {
+	var out []string
+
+	for _, v := range values {
+		for _, n := range strings.Split(v, ",") {
+			if n = strings.TrimSpace(n); n != "" {
+				out = append(out, n)
+			}
+		}
+	}
+
+	return out
+}
+
+func stripRouting(ctx context.Context) context.Context {
+	md, _ := metadata.FromIncomingContext(ctx)
+	md = md.Copy()
+	md.Delete("node")
+	md.Delete("nodes")
+
+	return metadata.NewIncomingContext(ctx, md)
+}
+
+// forward sends the call to another node's API with this node's certificate,
+// impersonating the caller's roles, as apid does.
+func (s *Server) forward(ctx context.Context, method string, req any, endpoint string) (any, error) {
+	tlsConf := s.ClientTLS()
+	if tlsConf == nil {
+		return nil, status.Error(codes.Unavailable, "node is not ready to proxy")
+	}
+
+	conn, err := s.peers.get(endpoint, tlsConf)
+	if err != nil {
+		return nil, err
+	}
+
+	resp, err := newResponse(method)
+	if err != nil {
+		return nil, err
+	}
+
+	roles, _ := impersonated(ctx, rolesFrom(ctx))
+	out := metadata.Pairs(constants.APIAuthzRoleMetadataKey, strings.Join(roles.Strings(), ","))
+
+	if err := conn.Invoke(metadata.NewOutgoingContext(ctx, out), method, req, resp); err != nil {
+		return nil, err
+	}
+
+	return resp, nil
+}
+
+func (s *Server) fanOut(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler, nodes []string) (any, error) {
+	merged, err := newResponse(info.FullMethod)
+	if err != nil {
+		return nil, err
+	}
+
+	for _, n := range nodes {
+		var (
+			resp any
+			err  error
+		)
+
+		endpoint, local, ok := s.opts.Router.Resolve(n)
+
+		switch {
+		case !ok:
+			err = fmt.Errorf("unknown node %q", n)
+		case local:
+			resp, err = handler(stripRouting(ctx), req)
+		default:
+			resp, err = s.forward(stripRouting(ctx), info.FullMethod, req, endpoint)
+		}
+
+		if err != nil {
+			appendError(merged, n, err)
+
+			continue
+		}
+
+		appendMessages(merged, resp.(proto.Message), n)
+	}
+
+	return merged, nil
+}
+
+// newResponse makes an empty response message of the method's output type.
+func newResponse(method string) (proto.Message, error) {
+	parts := strings.Split(strings.TrimPrefix(method, "/"), "/")
+	if len(parts) != 2 {
+		return nil, fmt.Errorf("bad method %q", method)
+	}
+
+	d, err := protoregistry.GlobalFiles.FindDescriptorByName(protoreflect.FullName(parts[0]))
+	if err != nil {
+		return nil, err
+	}
+
+	svc, ok := d.(protoreflect.ServiceDescriptor)
+	if !ok {
+		return nil, fmt.Errorf("%s is not a service", parts[0])
+	}
+
+	m := svc.Methods().ByName(protoreflect.Name(parts[1]))
+	if m == nil {
+		return nil, fmt.Errorf("unknown method %q", method)
+	}
+
+	mt, err := protoregistry.GlobalTypes.FindMessageByName(m.Output().FullName())
+	if err != nil {
+		return nil, err
+	}
+
+	return mt.New().Interface(), nil
+}
+
+// appendMessages copies resp's `messages` into merged, setting metadata.hostname.
+func appendMessages(merged proto.Message, resp proto.Message, hostname string) {
+	src := resp.ProtoReflect()
+	dst := merged.ProtoReflect()
+
+	fd := src.Descriptor().Fields().ByName("messages")
+	if fd == nil || !fd.IsList() {
+		return
+	}
+
+	list := src.Get(fd).List()
+	out := dst.Mutable(fd).List()
+
+	for i := range list.Len() {
+		msg := list.Get(i).Message()
+		setMetadata(msg, &common.Metadata{Hostname: hostname})
+		out.Append(protoreflect.ValueOfMessage(msg))
+	}
+}
+
+// appendError adds one message carrying the error in its metadata.
+func appendError(merged proto.Message, hostname string, err error) {
+	dst := merged.ProtoReflect()
+
+	fd := dst.Descriptor().Fields().ByName("messages")
+	if fd == nil || !fd.IsList() {
+		return
+	}
+
+	out := dst.Mutable(fd).List()
+	msg := out.NewElement().Message()
+	setMetadata(msg, &common.Metadata{Hostname: hostname, Error: err.Error(), Status: status.Convert(err).Proto()})
+	out.Append(protoreflect.ValueOfMessage(msg))
+}
+
+func setMetadata(msg protoreflect.Message, md *common.Metadata) {
+	fd := msg.Descriptor().Fields().ByName("metadata")
+	if fd == nil || fd.Message() == nil || fd.Message().FullName() != (&common.Metadata{}).ProtoReflect().Descriptor().FullName() {
+		return
+	}
+
+	msg.Set(fd, protoreflect.ValueOfMessage(md.ProtoReflect()))
+}
+
+// impersonated returns the roles a peer apid forwarded for its caller.
+func impersonated(ctx context.Context, peerRoles role.Set) (role.Set, bool) {
+	if !peerRoles.Includes(role.Impersonator) {
+		return peerRoles, false
+	}
+
+	md, _ := metadata.FromIncomingContext(ctx)
+
+	vals := md.Get(constants.APIAuthzRoleMetadataKey)
+	if len(vals) == 0 {
+		return peerRoles, false
+	}
+
+	roles, _ := role.Parse(strings.Split(vals[0], ","))
+
+	return roles, true
+}
+
+// frame is one gRPC message passed through a proxied stream unparsed.
+type frame struct{ payload []byte }
+
+// passthroughCodec is proto for everything the node handles itself and raw
+// bytes for frames, which is how apid proxies streams without knowing them.
+type passthroughCodec struct{}
+
+func (passthroughCodec) Name() string { return "proto" }
+
+func (passthroughCodec) Marshal(v any) ([]byte, error) {
+	if f, ok := v.(*frame); ok {
+		return f.payload, nil
+	}
+
+	m, ok := v.(proto.Message)
+	if !ok {
+		return nil, fmt.Errorf("cannot marshal %T", v)
+	}
+
+	return proto.Marshal(m)
+}
+
+func (passthroughCodec) Unmarshal(data []byte, v any) error {
+	if f, ok := v.(*frame); ok {
+		f.payload = append([]byte(nil), data...)
+
+		return nil
+	}
+
+	m, ok := v.(proto.Message)
+	if !ok {
+		return fmt.Errorf("cannot unmarshal into %T", v)
+	}
+
+	return proto.Unmarshal(data, m)
+}
+
+// hasMetadataField reports whether the method's response messages carry
+// common.Metadata as field 1, as every Talos API message does.
+func hasMetadataField(method string) bool {
+	resp, err := newResponse(method)
+	if err != nil {
+		return false
+	}
+
+	fd := resp.ProtoReflect().Descriptor().Fields().ByNumber(1)
+
+	return fd != nil && fd.Message() != nil && fd.Message().FullName() == (&common.Metadata{}).ProtoReflect().Descriptor().FullName()
+}
+
+// stampingStream sets metadata.hostname on every message it sends, the way apid
+// does: by appending field 1 (common.Metadata) to the encoded message, which
+// protobuf merges into the message's metadata.
+type stampingStream struct {
+	grpc.ServerStream
+
+	hostname string
+}
+
+func (s stampingStream) SendMsg(m any) error {
+	payload, err := passthroughCodec{}.Marshal(m)
+	if err != nil {
+		return err
+	}
+
+	md, err := proto.Marshal(&common.Metadata{Hostname: s.hostname})
+	if err != nil {
+		return err
+	}
+
+	payload = protowire.AppendTag(payload, 1, protowire.BytesType)
+	payload = protowire.AppendBytes(payload, md)
+
+	return s.ServerStream.SendMsg(&frame{payload: payload})
+}
+
+// routeStream forwards streams addressed to another node (`node` metadata), as
+// apid does for Logs, COSI Watch and friends. One-to-many streams are not
+// simulated.
+func (s *Server) routeStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	ctx := ss.Context()
+	md, _ := metadata.FromIncomingContext(ctx)
+
+	if s.opts.Router == nil || s.Mode() != "configured" || (len(md.Get("node")) == 0 && len(md.Get("nodes")) == 0) {
+		return handler(srv, ss)
+	}
+
+	if nodes := splitNodes(md.Get("nodes")); len(nodes) > 0 {
+		if len(nodes) > 1 {
+			return status.Error(codes.Unimplemented, "talchaos: streaming to several nodes at once is not simulated")
+		}
+
+		md = md.Copy()
+		md.Set("node", nodes[0])
+
+		// One-to-many mode: apid stamps every message with the node it came from
+		// (messages of Talos's own APIs, which carry metadata as field 1).
+		if hasMetadataField(info.FullMethod) {
+			ss = stampingStream{ServerStream: ss, hostname: nodes[0]}
+		}
+	}
+
+	endpoint, local, ok := s.opts.Router.Resolve(md.Get("node")[0])
+
+	switch {
+	case !ok:
+		return status.Errorf(codes.Unavailable, "unknown node %q", md.Get("node")[0])
+	case local:
+		return handler(srv, wrappedStream{ServerStream: ss, ctx: stripRouting(ctx)})
+	}
+
+	tlsConf := s.ClientTLS()
+	if tlsConf == nil {
+		return status.Error(codes.Unavailable, "node is not ready to proxy")
+	}
+
+	conn, err := s.peers.get(endpoint, tlsConf)
+	if err != nil {
+		return err
+	}
+
+	roles, _ := impersonated(ctx, rolesFrom(ctx))
+	out := metadata.NewOutgoingContext(ctx, metadata.Pairs(constants.APIAuthzRoleMetadataKey, strings.Join(roles.Strings(), ",")))
+
+	cs, err := conn.NewStream(out, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, info.FullMethod, grpc.ForceCodec(passthroughCodec{}))
+	if err != nil {
+		return err
+	}
+
+	go func() {
+		for {
+			f := &frame{}
+			if err := ss.RecvMsg(f); err != nil {
+				cs.CloseSend() //nolint:errcheck
+
+				return
+			}
+
+			if err := cs.SendMsg(f); err != nil {
+				return
+			}
+		}
+	}()
+
+	for {
+		f := &frame{}
+		if err := cs.RecvMsg(f); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+
+			return err
+		}
+
+		if err := ss.SendMsg(f); err != nil {
+			return err
+		}
+	}
+}

@@ -1,0 +1,275 @@
+package talosapi
+
+import (
+	"context"
+	"crypto/tls"
+	stdx509 "crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	cosiv1alpha1 "github.com/cosi-project/runtime/api/v1alpha1"
+	cosiserver "github.com/cosi-project/runtime/pkg/state/protobuf/server"
+	"github.com/siderolabs/crypto/x509"
+	"github.com/siderolabs/talos/pkg/machinery/api/machine"
+	"github.com/siderolabs/talos/pkg/machinery/api/storage"
+	"github.com/siderolabs/talos/pkg/machinery/config"
+	"github.com/siderolabs/talos/pkg/machinery/constants"
+	"github.com/siderolabs/talos/pkg/machinery/role"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+)
+
+// Hook intercepts unary calls before the node handles them; the chaos layer uses
+// it for API faults (fail before applying, apply then drop the reply, delay).
+// next runs the real handler.
+type Hook func(ctx context.Context, method string, next func(context.Context) (any, error)) (any, error)
+
+// Options configure a Server.
+type Options struct {
+	Backend Backend
+	Profile Profile
+	// Listen is the address the server listens on (behind the node's API proxy).
+	Listen string
+	// Version is reported by the Version RPC, e.g. "v1.12.1".
+	Version string
+	// Router forwards requests addressed to other nodes (apid's `node`/`nodes`
+	// metadata); nil serves only the local node.
+	Router Router
+	// TrustdCA signs the API certificate of nodes whose config holds no OS CA
+	// key (workers), as trustd on the control planes does.
+	TrustdCA *x509.PEMEncodedCertificateAndKey
+}
+
+// Server is one node's Talos API.
+type Server struct {
+	opts Options
+
+	maintCert tls.Certificate
+
+	mu      sync.Mutex
+	grpc    *grpc.Server
+	lis     net.Listener
+	done    chan struct{}
+	mode    string // "", "maintenance", "configured"
+	tlsConf *tls.Config
+
+	applyMu sync.Mutex
+	hook    atomic.Pointer[Hook]
+	peers   peers
+}
+
+// New prepares a server; it does not listen until Start.
+func New(opts Options) (*Server, error) {
+	if opts.Profile == "" {
+		opts.Profile = V112
+	}
+
+	// In maintenance the node presents a self-signed certificate and asks for no
+	// client certificate (talosctl --insecure).
+	ca, err := x509.NewSelfSignedCertificateAuthority(x509.ECDSA(true), x509.Organization("talos"))
+	if err != nil {
+		return nil, fmt.Errorf("maintenance certificate: %w", err)
+	}
+
+	kp, err := x509.NewKeyPair(ca,
+		x509.ECDSA(true),
+		x509.IPAddresses([]net.IP{net.ParseIP(opts.Backend.Address())}),
+		x509.DNSNames([]string{opts.Backend.Hostname()}),
+		x509.CommonName(opts.Backend.Hostname()),
+		x509.ExtKeyUsage([]stdx509.ExtKeyUsage{stdx509.ExtKeyUsageServerAuth}),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("maintenance certificate: %w", err)
+	}
+
+	return &Server{opts: opts, maintCert: *kp.Certificate}, nil
+}
+
+// SetHook installs (or with nil removes) the fault hook.
+func (s *Server) SetHook(h Hook) {
+	if h == nil {
+		s.hook.Store(nil)
+
+		return
+	}
+
+	s.hook.Store(&h)
+}
+
+// Mode reports "maintenance", "configured" or "" when stopped.
+func (s *Server) Mode() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+
+	return s.mode
+}
+
+// Start serves in the mode the backend is in: maintenance without a config,
+// mutual TLS against the config's OS CA with one. Starting a running server
+// restarts it, dropping every open connection, as the switch from the
+// maintenance service to apid does on a real node.
+func (s *Server) Start() error {
+	s.Stop()
+
+	cfg := s.opts.Backend.Config()
+
+	var (
+		tlsConf *tls.Config
+		mode    string
+		err     error
+	)
+
+	if cfg == nil {
+		mode = "maintenance"
+		tlsConf = &tls.Config{
+			Certificates: []tls.Certificate{s.maintCert},
+			ClientAuth:   tls.NoClientCert,
+			MinVersion:   tls.VersionTLS12,
+		}
+	} else {
+		mode = "configured"
+
+		tlsConf, err = s.configuredTLS(cfg)
+		if err != nil {
+			return err
+		}
+	}
+
+	lis, err := net.Listen("tcp", s.opts.Listen)
+	if err != nil {
+		return fmt.Errorf("talos api listen %s: %w", s.opts.Listen, err)
+	}
+
+	srv := grpc.NewServer(
+		grpc.Creds(credentials.NewTLS(tlsConf)),
+		grpc.MaxRecvMsgSize(constants.GRPCMaxMessageSize),
+		grpc.ChainUnaryInterceptor(s.routeUnary, s.authorizeUnary(mode), s.hookUnary),
+		grpc.ChainStreamInterceptor(s.routeStream, s.authorizeStream(mode)),
+		grpc.ForceServerCodec(passthroughCodec{}),
+	)
+
+	resources := cosiserver.NewState(s.opts.Backend.Resources())
+	cosiv1alpha1.RegisterStateServer(srv, resources)
+	storage.RegisterStorageServiceServer(srv, &storageServer{s: s})
+
+	if mode == "maintenance" {
+		machine.RegisterMachineServiceServer(srv, &maintenanceServer{s: s})
+	} else {
+		machine.RegisterMachineServiceServer(srv, &machineServer{s: s})
+	}
+
+	done := make(chan struct{})
+
+	go func() {
+		defer close(done)
+
+		_ = srv.Serve(lis) //nolint:errcheck // Serve returns when Stop closes the listener
+	}()
+
+	s.mu.Lock()
+	s.grpc, s.lis, s.done, s.mode, s.tlsConf = srv, lis, done, mode, tlsConf
+	s.mu.Unlock()
+
+	return nil
+}
+
+// Stop closes the listener and every connection (the node is down or switching).
+func (s *Server) Stop() {
+	s.mu.Lock()
+	srv, done := s.grpc, s.done
+	s.grpc, s.lis, s.done, s.mode = nil, nil, nil, ""
+	s.mu.Unlock()
+
+	if srv == nil {
+		return
+	}
+
+	srv.Stop()
+	<-done
+	s.peers.close()
+}
+
+// configuredTLS is apid's server side: a certificate for the node's addresses
+// from the config's OS CA, and client certificates required from that CA (or an
+// accepted one).
+func (s *Server) configuredTLS(cfg config.Provider) (*tls.Config, error) {
+	issuing := cfg.Machine().Security().IssuingCA()
+	if issuing == nil {
+		return nil, errors.New("config has no OS CA")
+	}
+
+	signer := issuing
+
+	// A worker's config carries the OS CA certificate but not its key: its API
+	// certificate is signed by trustd on a control plane.
+	if len(issuing.Key) == 0 {
+		if signer = s.opts.TrustdCA; signer == nil {
+			return nil, errors.New("config has no OS CA key and no trustd to sign the API certificate")
+		}
+	}
+
+	ca, err := x509.NewCertificateAuthorityFromCertificateAndKey(signer)
+	if err != nil {
+		return nil, fmt.Errorf("OS CA: %w", err)
+	}
+
+	kp, err := x509.NewKeyPair(ca,
+		x509.IPAddresses([]net.IP{net.ParseIP(s.opts.Backend.Address())}),
+		x509.DNSNames([]string{s.opts.Backend.Hostname()}),
+		x509.CommonName(s.opts.Backend.Hostname()),
+		// apid forwards requests to other nodes with this certificate, impersonating the caller.
+		x509.Organization(string(role.Impersonator)),
+		x509.NotAfter(time.Now().Add(24*time.Hour)),
+		x509.ExtKeyUsage([]stdx509.ExtKeyUsage{stdx509.ExtKeyUsageServerAuth, stdx509.ExtKeyUsageClientAuth}),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("api certificate: %w", err)
+	}
+
+	pool := stdx509.NewCertPool()
+	if !pool.AppendCertsFromPEM(issuing.Crt) {
+		return nil, errors.New("OS CA certificate does not parse")
+	}
+
+	for _, accepted := range cfg.Machine().Security().AcceptedCAs() {
+		pool.AppendCertsFromPEM(accepted.Crt)
+	}
+
+	return &tls.Config{
+		Certificates: []tls.Certificate{*kp.Certificate},
+		ClientCAs:    pool,
+		RootCAs:      pool,
+		ClientAuth:   tls.RequireAndVerifyClientCert,
+		MinVersion:   tls.VersionTLS12,
+	}, nil
+}
+
+// ClientTLS is the credential apid uses towards other nodes: the same certificate
+// it serves with, trusted by every node of the cluster.
+func (s *Server) ClientTLS() *tls.Config {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+
+	if s.tlsConf == nil || s.mode != "configured" {
+		return nil
+	}
+
+	return &tls.Config{
+		Certificates: s.tlsConf.Certificates,
+		RootCAs:      s.tlsConf.RootCAs,
+		MinVersion:   tls.VersionTLS12,
+	}
+}
+
+func (s *Server) hookUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	h := s.hook.Load()
+	if h == nil {
+		return handler(ctx, req)
+	}
+
+	return (*h)(ctx, info.FullMethod, func(ctx context.Context) (any, error) { return handler(ctx, req) })
+}
