@@ -1,0 +1,383 @@
+package sim_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cosi-project/runtime/pkg/safe"
+	"github.com/siderolabs/talos/pkg/machinery/api/machine"
+	"github.com/siderolabs/talos/pkg/machinery/client"
+	"github.com/siderolabs/talos/pkg/machinery/config"
+	"github.com/siderolabs/talos/pkg/machinery/config/generate"
+	"github.com/siderolabs/talos/pkg/machinery/resources/runtime"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/talchaos/talchaos/harness/scenario"
+	"github.com/talchaos/talchaos/harness/talosclient"
+	"github.com/talchaos/talchaos/harness/target"
+	"github.com/talchaos/talchaos/sim"
+)
+
+func newScenario(cps int) *scenario.Scenario {
+	return &scenario.Scenario{
+		Name:      "api-test",
+		Talos:     scenario.DefaultProfile,
+		TimeScale: 60,
+		Cluster:   scenario.Cluster{ControlPlanes: cps},
+	}
+}
+
+func startCluster(t *testing.T, sc *scenario.Scenario) *sim.Cluster {
+	t.Helper()
+
+	c, err := sim.NewCluster(context.Background(), sc, 1)
+	if err != nil {
+		t.Fatalf("cluster: %v", err)
+	}
+
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+
+	return c
+}
+
+// eventually polls f until it returns nil or the deadline passes.
+func eventually(t *testing.T, timeout time.Duration, f func() error) {
+	t.Helper()
+
+	deadline := time.Now().Add(timeout)
+
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+
+		if time.Now().After(deadline) {
+			t.Fatalf("condition not met in %s: %v", timeout, err)
+		}
+
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func apply(t *testing.T, ctx context.Context, n target.Node) {
+	t.Helper()
+
+	var c *client.Client
+
+	eventually(t, 30*time.Second, func() error {
+		var err error
+
+		c, err = talosclient.Insecure(ctx, n.Endpoint)
+		if err != nil {
+			return err
+		}
+
+		_, err = c.ApplyConfiguration(ctx, &machine.ApplyConfigurationRequest{Data: n.Config, Mode: machine.ApplyConfigurationRequest_AUTO})
+		if err != nil {
+			c.Close() //nolint:errcheck
+		}
+
+		return err
+	})
+
+	c.Close() //nolint:errcheck
+}
+
+func TestMaintenanceThenMutualTLS(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	c := startCluster(t, newScenario(1))
+	n := c.Nodes()[0]
+
+	// Before apply: the insecure client works, etcd RPCs are not implemented (v1.12).
+	eventually(t, 30*time.Second, func() error {
+		ic, err := talosclient.Insecure(ctx, n.Endpoint)
+		if err != nil {
+			return err
+		}
+		defer ic.Close() //nolint:errcheck
+
+		_, err = ic.Disks(ctx)
+
+		return err
+	})
+
+	ic, err := talosclient.Insecure(ctx, n.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ic.Close() //nolint:errcheck
+
+	err = ic.Bootstrap(ctx, &machine.BootstrapRequest{})
+	if status.Code(err) != codes.Unimplemented || !strings.Contains(err.Error(), "method Bootstrap not implemented") {
+		t.Fatalf("bootstrap in maintenance: %v", err)
+	}
+
+	_, err = ic.Version(ctx)
+	if status.Code(err) != codes.Unimplemented || !strings.Contains(err.Error(), "API is not implemented in maintenance mode") {
+		t.Fatalf("version in maintenance: %v", err)
+	}
+
+	// A talosconfig client does not trust the maintenance certificate.
+	sc, err := talosclient.WithConfig(ctx, c.Talosconfig(), n.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Close() //nolint:errcheck
+
+	if _, err = sc.Version(ctx); err == nil || !strings.Contains(err.Error(), "certificate signed by unknown authority") {
+		t.Fatalf("talosconfig against maintenance: %v", err)
+	}
+
+	apply(t, ctx, n)
+
+	// After apply: the insecure client is refused with "certificate required".
+	eventually(t, 30*time.Second, func() error {
+		ic2, err := talosclient.Insecure(ctx, n.Endpoint)
+		if err != nil {
+			return err
+		}
+		defer ic2.Close() //nolint:errcheck
+
+		_, err = ic2.Disks(ctx)
+		if err == nil || !strings.Contains(err.Error(), "tls: certificate required") {
+			return err
+		}
+
+		if status.Code(err) != codes.Unavailable {
+			t.Errorf("code %v, want Unavailable: %v", status.Code(err), err)
+		}
+
+		return nil
+	})
+
+	// A talosconfig from other secrets: unknown authority.
+	other, err := sim.NewSecretsBundle(config.TalosVersionCurrent)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	in, err := generate.NewInput("other", "https://127.0.0.1:6443", sim.KubernetesVersion, generate.WithSecretsBundle(other), generate.WithEndpointList([]string{n.Address}))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	otherCfg, err := in.Talosconfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	oc, err := talosclient.WithConfig(ctx, otherCfg, n.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer oc.Close() //nolint:errcheck
+
+	if _, err = oc.Version(ctx); err == nil || !strings.Contains(err.Error(), "certificate signed by unknown authority") {
+		t.Fatalf("other secrets: %v", err)
+	}
+
+	// The right talosconfig works.
+	eventually(t, 30*time.Second, func() error {
+		v, err := sc.Version(ctx)
+		if err != nil {
+			return err
+		}
+
+		if got := v.Messages[0].GetPlatform().GetMode(); got != "container" {
+			t.Errorf("platform mode %q", got)
+		}
+
+		return nil
+	})
+
+	ms, err := safe.StateGetByID[*runtime.MachineStatus](ctx, sc.COSI, runtime.MachineStatusID)
+	if err != nil {
+		t.Fatalf("machine status: %v", err)
+	}
+
+	if ms.TypedSpec().Stage != runtime.MachineStageBooting && ms.TypedSpec().Stage != runtime.MachineStageRunning {
+		t.Fatalf("stage %s", ms.TypedSpec().Stage)
+	}
+}
+
+func TestThreeMembersFormAndLearnerFlagsMatchEtcd(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	c := startCluster(t, newScenario(3))
+	nodes := c.Nodes()
+
+	for _, n := range nodes {
+		apply(t, ctx, n)
+	}
+
+	cl, err := talosclient.WithConfig(ctx, c.Talosconfig(), nodes[0].Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close() //nolint:errcheck
+
+	eventually(t, 30*time.Second, func() error { return cl.Bootstrap(ctx, &machine.BootstrapRequest{}) })
+
+	// A second bootstrap finds the data dir in use.
+	eventually(t, 30*time.Second, func() error {
+		err := cl.Bootstrap(ctx, &machine.BootstrapRequest{})
+		if status.Code(err) == codes.AlreadyExists && strings.Contains(err.Error(), "etcd data directory is not empty") {
+			return nil
+		}
+
+		return err
+	})
+
+	// Promotion only goes one way, so compare etcd's own status with a member
+	// list read before it (a learner then was a learner in the list) and one read
+	// after it (a voter then is a voter in the list).
+	list := func() (map[string]bool, int, error) {
+		resp, err := cl.EtcdMemberList(ctx, &machine.EtcdMemberListRequest{})
+		if err != nil {
+			return nil, 0, err
+		}
+
+		learner := map[string]bool{}
+		voters := 0
+
+		for _, m := range resp.Messages[0].Members {
+			learner[m.Hostname] = m.IsLearner
+
+			if !m.IsLearner {
+				voters++
+			}
+		}
+
+		return learner, voters, nil
+	}
+
+	sawLearner := false
+
+	eventually(t, 90*time.Second, func() error {
+		before, _, err := list()
+		if err != nil {
+			return err
+		}
+
+		statuses := map[string]bool{}
+
+		for name := range before {
+			mc, err := talosclient.WithConfig(ctx, c.Talosconfig(), memberEndpoint(nodes, name))
+			if err != nil {
+				return err
+			}
+
+			st, err := mc.EtcdStatus(ctx)
+			mc.Close() //nolint:errcheck
+
+			if err != nil {
+				return err
+			}
+
+			statuses[name] = st.Messages[0].MemberStatus.IsLearner
+		}
+
+		after, voters, err := list()
+		if err != nil {
+			return err
+		}
+
+		for name, isLearner := range statuses {
+			if isLearner {
+				sawLearner = true
+
+				if !before[name] {
+					t.Errorf("%s: etcd status says learner, the member list read before it says voter", name)
+				}
+			} else if after[name] {
+				t.Errorf("%s: etcd status says voter, the member list read after it says learner", name)
+			}
+		}
+
+		if len(after) != 3 || voters != 3 {
+			return fmt.Errorf("members %d voters %d", len(after), voters)
+		}
+
+		return nil
+	})
+
+	if !sawLearner {
+		t.Log("no learner was caught in the act; only voters were compared")
+	}
+}
+
+func memberEndpoint(nodes []target.Node, hostname string) string {
+	for _, n := range nodes {
+		if n.Name == hostname {
+			return n.Endpoint
+		}
+	}
+
+	return ""
+}
+
+func TestCloseFreesPortsAndTempDir(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	c, err := sim.NewCluster(ctx, newScenario(1), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	n := c.Nodes()[0]
+	apply(t, ctx, n)
+
+	// Bootstrap so that etcd's own listeners are up too.
+	cl, err := talosclient.WithConfig(ctx, c.Talosconfig(), n.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close() //nolint:errcheck
+
+	eventually(t, 30*time.Second, func() error { return cl.Bootstrap(ctx, &machine.BootstrapRequest{}) })
+	eventually(t, 30*time.Second, func() error {
+		_, err := cl.EtcdStatus(ctx)
+
+		return err
+	})
+
+	dir := c.Dir()
+	if _, err := os.Stat(dir); err != nil {
+		t.Fatalf("temp dir: %v", err)
+	}
+
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("temp dir %s still there: %v", dir, err)
+	}
+
+	// Every port the node served must be free again.
+	for _, port := range []int{50000, 2379, 2380, 25000, 22379, 22380} {
+		l, err := net.Listen("tcp", fmt.Sprintf("%s:%d", n.Address, port))
+		if err != nil {
+			t.Errorf("port %d still in use: %v", port, err)
+
+			continue
+		}
+
+		l.Close() //nolint:errcheck
+	}
+}

@@ -1,0 +1,487 @@
+// Package sim is the in-process target: per node a real embedded etcd member, a
+// fake Talos API and toxiproxy proxies in front of its ports, each node on its own
+// loopback address and the real ports. Talos timers follow the scenario's
+// behaviour profile divided by its time scale.
+package sim
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/Shopify/toxiproxy/v2"
+	"github.com/cosi-project/runtime/pkg/state"
+	"github.com/cosi-project/runtime/pkg/state/impl/inmem"
+	"github.com/cosi-project/runtime/pkg/state/impl/namespaced"
+	"github.com/cosi-project/runtime/pkg/state/registry"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+	zlog "github.com/rs/zerolog/log"
+	clientconfig "github.com/siderolabs/talos/pkg/machinery/client/config"
+	"github.com/siderolabs/talos/pkg/machinery/config"
+	"github.com/siderolabs/talos/pkg/machinery/config/configpatcher"
+	"github.com/siderolabs/talos/pkg/machinery/config/generate"
+	"github.com/siderolabs/talos/pkg/machinery/config/generate/secrets"
+	"github.com/siderolabs/talos/pkg/machinery/config/machine"
+	"github.com/siderolabs/talos/pkg/machinery/resources/runtime"
+	"go.etcd.io/etcd/client/pkg/v3/transport"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/talchaos/talchaos/fakes/talosapi"
+	"github.com/talchaos/talchaos/harness/scenario"
+	"github.com/talchaos/talchaos/harness/target"
+)
+
+// minTimeout keeps scaled client deadlines above what a loaded CI machine needs
+// for a TLS round trip on loopback.
+const minTimeout = 150 * time.Millisecond
+
+// KubernetesVersion is what the generated configs name.
+const KubernetesVersion = "1.34.1"
+
+var quietToxics sync.Once
+
+// Cluster is a running set of simulated nodes. It implements target.Cluster.
+type Cluster struct {
+	ctx    context.Context //nolint:containedctx // lifetime of the cluster
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	sc      *scenario.Scenario
+	profile Profile
+	scale   float64
+	seed    int64
+	block   int
+	claim   net.Listener // holds the loopback block for this cluster
+	dir     string
+	toxi    *toxiproxy.ApiServer
+
+	bundle      *secrets.Bundle
+	talosconfig *clientconfig.Config
+	configs     map[string][]byte
+	nodes       []*Node
+
+	net netState
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// NewCluster provisions the scenario's nodes, in maintenance, and boots them.
+func NewCluster(ctx context.Context, sc *scenario.Scenario, seed int64) (_ *Cluster, err error) {
+	profile, err := ProfileFor(sc.Talos)
+	if err != nil {
+		return nil, err
+	}
+
+	scale := sc.TimeScale
+	if scale < 1 {
+		scale = 1
+	}
+
+	c := &Cluster{sc: sc, profile: profile, scale: scale, seed: seed, configs: map[string][]byte{}}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+
+	defer func() {
+		if err != nil {
+			c.Close() //nolint:errcheck
+		}
+	}()
+
+	if c.block, c.claim, err = claimBlock(); err != nil {
+		return nil, err
+	}
+
+	if c.dir, err = os.MkdirTemp("", "talchaos-sim-"); err != nil {
+		return nil, err
+	}
+
+	// toxiproxy's toxics log through zerolog's global logger at trace level,
+	// straight to stderr; the sim has no use for those lines.
+	quietToxics.Do(func() { zlog.Logger = zerolog.Nop() })
+
+	c.toxi = toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop())
+
+	if err = c.generateConfigs(); err != nil {
+		return nil, err
+	}
+
+	names := sc.Cluster.NodeNames()
+	for i, name := range names {
+		n, err := c.newNode(i, name)
+		if err != nil {
+			return nil, fmt.Errorf("node %s: %w", name, err)
+		}
+
+		c.nodes = append(c.nodes, n)
+	}
+
+	for _, n := range c.nodes {
+		if err = n.startProxies(); err != nil {
+			return nil, fmt.Errorf("node %s: %w", n.name, err)
+		}
+
+		if err = n.newGate(); err != nil {
+			return nil, fmt.Errorf("node %s: peer gate: %w", n.name, err)
+		}
+	}
+
+	c.goNode(c.runWorkload)
+
+	// Nodes without a boot delay are up (API listening) when provisioning
+	// returns, as lab VMs are when a bootstrap procedure starts; late ones boot
+	// in the background.
+	for _, n := range c.nodes {
+		delay := c.d(n.override.BootDelay.Duration)
+		if delay == 0 {
+			if err = n.boot(); err != nil {
+				return nil, fmt.Errorf("node %s: boot: %w", n.name, err)
+			}
+
+			continue
+		}
+
+		c.goNode(func() {
+			if !n.sleep(c.ctx, delay) {
+				return
+			}
+
+			n.powerOn()
+		})
+	}
+
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+
+	return c, nil
+}
+
+// claimBlock picks a free 127.0.<block>.0/24 for this cluster and holds it by
+// listening on its .1 address on the Talos API port, so parallel runs (other
+// test processes too) never share addresses.
+func claimBlock() (int, net.Listener, error) {
+	start := 10 + rand.IntN(230) //nolint:gosec // spreading, not secrecy
+
+	for i := range 230 {
+		block := 10 + (start-10+i)%230
+
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.%d.1:%d", block, apiPort))
+		if err == nil {
+			return block, l, nil
+		}
+	}
+
+	return 0, nil, errors.New("no free loopback block 127.0.10-239.0/24")
+}
+
+func (c *Cluster) nodeIP(i int) string { return fmt.Sprintf("127.0.%d.%d", c.block, i+2) }
+
+// generateConfigs makes the secrets bundle, one machine config per node (with its
+// hostname) and the talosconfig, all with the machinery, for the profile's
+// version contract.
+func (c *Cluster) generateConfigs() error {
+	contract, err := config.ParseContractFromVersion(string(c.profile.Name))
+	if err != nil {
+		contract = config.TalosVersionCurrent
+	}
+
+	if c.bundle, err = NewSecretsBundle(contract); err != nil {
+		return err
+	}
+
+	var cpIPs []string
+
+	names := c.sc.Cluster.NodeNames()
+	for i, name := range names {
+		if scenario.IsControlPlane(name) {
+			cpIPs = append(cpIPs, c.nodeIP(i))
+		}
+	}
+
+	input, err := generate.NewInput("talchaos-"+c.sc.Name, fmt.Sprintf("https://127.0.%d.1:6443", c.block), KubernetesVersion,
+		generate.WithVersionContract(contract),
+		generate.WithSecretsBundle(c.bundle),
+		generate.WithEndpointList(cpIPs),
+		generate.WithInstallDisk("/dev/sda"),
+	)
+	if err != nil {
+		return err
+	}
+
+	for _, name := range names {
+		typ := machine.TypeWorker
+		if scenario.IsControlPlane(name) {
+			typ = machine.TypeControlPlane
+		}
+
+		cfg, err := input.Config(typ)
+		if err != nil {
+			return err
+		}
+
+		hostname, err := configpatcher.LoadPatch(fmt.Appendf(nil, "apiVersion: v1alpha1\nkind: HostnameConfig\nauto: off\nhostname: %s\n", name))
+		if err != nil {
+			return err
+		}
+
+		patches := []configpatcher.Patch{hostname}
+
+		for i, p := range c.sc.Cluster.ConfigPatches {
+			if len(p.Nodes) > 0 && !slices.Contains(p.Nodes, name) {
+				continue
+			}
+
+			patch, err := configpatcher.LoadPatch([]byte(p.Patch))
+			if err != nil {
+				return c.sc.Errorf(fmt.Sprintf("cluster.configPatches[%d].patch", i), "%s", err)
+			}
+
+			patches = append(patches, patch)
+		}
+
+		out, err := configpatcher.Apply(configpatcher.WithConfig(cfg), patches)
+		if err != nil {
+			return err
+		}
+
+		if c.configs[name], err = out.Bytes(); err != nil {
+			return err
+		}
+	}
+
+	c.talosconfig, err = input.Talosconfig()
+
+	return err
+}
+
+func (c *Cluster) newNode(i int, name string) (*Node, error) {
+	n := &Node{
+		c:        c,
+		name:     name,
+		ip:       c.nodeIP(i),
+		role:     target.Worker,
+		override: c.sc.Cluster.Nodes[name],
+		dir:      filepath.Join(c.dir, name),
+		machined: talosapi.NewLogBuffer(4096),
+		etcdLog:  talosapi.NewLogBuffer(4096),
+		seed:     uint64(c.seed),
+		bootCtx:  c.ctx,
+	}
+
+	if n.override.EtcdImagePull.Duration == 0 {
+		n.override.EtcdImagePull.Duration = scenario.DefaultEtcdImagePull
+	}
+
+	if scenario.IsControlPlane(name) {
+		n.role = target.ControlPlane
+	}
+
+	n.dataDir = filepath.Join(n.dir, "etcd")
+
+	var err error
+
+	if n.pki, err = writeEtcdPKI(filepath.Join(n.dir, "pki"), c.bundle.Certs.Etcd, name, n.ip); err != nil {
+		return nil, err
+	}
+
+	if n.tlsConf, err = (transport.TLSInfo{CertFile: n.pki.AdminCert, KeyFile: n.pki.AdminKey, TrustedCAFile: n.pki.CACert}).ClientConfig(); err != nil {
+		return nil, err
+	}
+
+	n.tlsConf.MinVersion = tls.VersionTLS12
+
+	n.resources = state.WrapCore(namespaced.NewState(inmem.Build))
+
+	rr := registry.NewResourceRegistry(n.resources)
+	if err = rr.Register(c.ctx, &runtime.MachineStatus{}); err != nil {
+		return nil, err
+	}
+
+	if err = rr.Register(c.ctx, &runtime.Diagnostic{}); err != nil {
+		return nil, err
+	}
+
+	n.api, err = talosapi.New(talosapi.Options{
+		Backend: n,
+		Profile: c.profile.Name,
+		Listen:  fmt.Sprintf("%s:%d", n.ip, backendAPIPort),
+		Version: c.profile.Version,
+		Router:  c,
+		// trustd on the control planes signs workers' API certificates with the OS CA.
+		TrustdCA: c.bundle.Certs.OS,
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	n.api.SetHook(n.apiHook)
+
+	return n, nil
+}
+
+// startProxies puts toxiproxy in front of the node's three ports.
+func (n *Node) startProxies() error {
+	n.proxies = map[target.Port]*toxiproxy.Proxy{}
+
+	for port, pair := range map[target.Port][2]int{
+		target.PortTalosAPI:   {apiPort, backendAPIPort},
+		target.PortEtcdClient: {etcdClientPort, backendClient},
+		target.PortEtcdPeer:   {etcdPeerPort, backendPeerPort},
+	} {
+		p := toxiproxy.NewProxy(n.c.toxi, n.name+"-"+string(port),
+			fmt.Sprintf("%s:%d", n.ip, pair[0]), fmt.Sprintf("%s:%d", n.ip, pair[1]))
+		if err := p.Start(); err != nil {
+			return fmt.Errorf("proxy %s: %w", port, err)
+		}
+
+		n.proxies[port] = p
+	}
+
+	return nil
+}
+
+// Resolve implements talosapi.Router: nodes are addressed by IP or hostname.
+func (c *Cluster) Resolve(t string) (string, bool, bool) {
+	for _, n := range c.nodes {
+		if n.ip == t || n.name == t {
+			return fmt.Sprintf("%s:%d", n.ip, apiPort), false, true
+		}
+	}
+
+	return "", false, false
+}
+
+// discoveredEndpoints is what a node's discovery knows: every control plane that
+// has registered (received its config), including the asking node itself, on the
+// etcd client port. Nodes stay listed while down, as discovery entries do.
+func (c *Cluster) discoveredEndpoints() ([]string, error) {
+	var out []string
+
+	for _, n := range c.nodes {
+		if n.role == target.ControlPlane && n.Config() != nil {
+			out = append(out, fmt.Sprintf("%s:%d", n.ip, etcdClientPort))
+		}
+	}
+
+	if len(out) == 0 {
+		return nil, errors.New("no controlplane endpoints discovered yet")
+	}
+
+	return out, nil
+}
+
+// d converts a Talos-time duration to wall-clock time.
+func (c *Cluster) d(talos time.Duration) time.Duration {
+	return time.Duration(float64(talos) / c.scale)
+}
+
+// timeout is d with a floor, for client deadlines.
+func (c *Cluster) timeout(talos time.Duration) time.Duration {
+	return max(c.d(talos), minTimeout)
+}
+
+func (c *Cluster) goNode(f func()) {
+	c.wg.Add(1)
+
+	go func() {
+		defer c.wg.Done()
+
+		f()
+	}()
+}
+
+// Nodes implements target.Cluster.
+func (c *Cluster) Nodes() []target.Node {
+	out := make([]target.Node, 0, len(c.nodes))
+
+	for _, n := range c.nodes {
+		out = append(out, target.Node{
+			Name:     n.name,
+			Role:     n.role,
+			Address:  n.ip,
+			Endpoint: fmt.Sprintf("%s:%d", n.ip, apiPort),
+			Config:   slices.Clone(c.configs[n.name]),
+		})
+	}
+
+	return out
+}
+
+// Talosconfig implements target.Cluster.
+func (c *Cluster) Talosconfig() *clientconfig.Config { return c.talosconfig }
+
+// Dir is the cluster's scratch directory (data dirs, PKI), removed by Close.
+func (c *Cluster) Dir() string { return c.dir }
+
+// Bundle is the cluster's secrets bundle.
+func (c *Cluster) Bundle() *secrets.Bundle { return c.bundle }
+
+// Node returns the simulated node by name (for the sim's own injector and tests).
+func (c *Cluster) Node(name string) *Node {
+	for _, n := range c.nodes {
+		if n.name == name {
+			return n
+		}
+	}
+
+	return nil
+}
+
+// Close stops every node, proxy and goroutine and removes the temp dir.
+func (c *Cluster) Close() error {
+	c.closeOnce.Do(func() {
+		c.cancel()
+		c.wg.Wait() // boots and reboots in flight see the cancelled context and end
+
+		for _, n := range c.nodes {
+			n.shutdown()
+		}
+
+		for _, n := range c.nodes {
+			for _, p := range n.proxies {
+				p.Stop()
+			}
+
+			if n.gate != nil {
+				n.gate.Close()
+			}
+		}
+
+		if c.claim != nil {
+			c.claim.Close() //nolint:errcheck
+		}
+
+		if c.dir != "" {
+			c.closeErr = os.RemoveAll(c.dir)
+		}
+	})
+
+	return c.closeErr
+}
+
+// EtcdClient is an etcd client to a node's public etcd client port (through its
+// proxy, so network faults apply), with the cluster's etcd admin certificate.
+func (c *Cluster) EtcdClient(ctx context.Context, node string) (*clientv3.Client, error) {
+	n := c.Node(node)
+	if n == nil {
+		return nil, fmt.Errorf("unknown node %q", node)
+	}
+
+	return clientv3.New(clientv3.Config{
+		Endpoints:   []string{fmt.Sprintf("%s:%d", n.ip, etcdClientPort)},
+		DialTimeout: 2 * time.Second,
+		Context:     ctx,
+		TLS:         n.tlsConf.Clone(),
+		Logger:      zap.NewNop(),
+	})
+}

@@ -1,0 +1,481 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/server/v3/embed"
+)
+
+// This file is Talos's etcd service (internal/app/machined/pkg/system/services/etcd.go
+// at v1.12): the pre stage that decides between starting from the WAL, a new
+// cluster and the join loop; the restart-forever runner; the promote loop; the
+// health check. TALOS-FIDELITY.md §1.
+
+// etcdRun is one run of the etcd service, from "Starting service" to its end.
+type etcdRun struct {
+	svc       *service
+	bootstrap bool
+	cancel    context.CancelFunc
+	done      chan struct{}
+}
+
+// startEtcdService loads and starts a new etcd service runner (system.Services().Load+Start).
+func (n *Node) startEtcdService(bootstrap bool) *etcdRun {
+	ctx, cancel := context.WithCancel(n.bootCtx)
+
+	run := &etcdRun{
+		svc:       newService("etcd", n.machined.Printf, n.refreshStatus),
+		bootstrap: bootstrap,
+		cancel:    cancel,
+		done:      make(chan struct{}),
+	}
+
+	n.mu.Lock()
+	n.etcdRun = run
+	n.mu.Unlock()
+
+	n.goBoot(func() {
+		defer close(run.done)
+
+		err := n.etcdMain(ctx, run)
+
+		switch {
+		case err == nil || ctx.Err() != nil:
+			run.svc.update(stateFinished, "Service finished successfully")
+		default:
+			run.svc.update(stateFailed, "%s", failedMessage(err))
+		}
+	})
+
+	return run
+}
+
+// stop stops the service and waits for it (system.Services().Stop).
+func (r *etcdRun) stop() {
+	r.cancel()
+	<-r.done
+}
+
+func (n *Node) etcdMain(ctx context.Context, run *etcdRun) error {
+	svc := run.svc
+
+	svc.update(stateStarting, "Starting service")
+	svc.update(stateWaiting, `Waiting for service "cri" to be "up", time sync, network, etcd spec`)
+
+	if !n.sleep(ctx, n.c.d(n.c.profile.ServiceWait)) {
+		return nil
+	}
+
+	svc.update(statePreparing, "Running pre state")
+
+	// PreFunc: pull the image, then decide how etcd starts.
+	if !n.sleep(ctx, n.c.d(n.override.EtcdImagePull.Duration)) {
+		return nil
+	}
+
+	args, err := n.etcdArgs(ctx, run.bootstrap)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+
+		return fmt.Errorf("failed to run pre stage: %w", err)
+	}
+
+	svc.update(statePreparing, "Creating service runner")
+
+	// Runner(): a learner added during the pre stage gets its promote loop; PostFunc cancels it.
+	if args.learnerID != 0 {
+		promoteCtx, promoteCancel := context.WithCancel(n.bootCtx)
+		defer promoteCancel()
+
+		n.goBoot(func() { n.promoteLoop(promoteCtx, args.learnerID, args.voterClientURLs) })
+	}
+
+	healthCtx, healthCancel := context.WithCancel(ctx)
+	defer healthCancel()
+
+	n.goBoot(func() { n.healthLoop(healthCtx, svc) })
+
+	// restart.Forever around the container runner.
+	for {
+		if !n.sleep(ctx, n.c.d(n.override.EtcdStartDelay.Duration)) {
+			return nil
+		}
+
+		err := n.runEtcdOnce(ctx, svc, args)
+		if ctx.Err() != nil {
+			return nil
+		}
+
+		svc.update(stateWaiting, "Error running Containerd(etcd), going to restart forever: %s", err)
+
+		if !n.sleep(ctx, n.c.d(n.c.profile.RestartInterval)) {
+			svc.update(stateStopping, "Aborting restart sequence")
+
+			return nil
+		}
+	}
+}
+
+// etcdStartArgs are the flags Talos computed for etcd in the pre stage.
+type etcdStartArgs struct {
+	initialCluster  string
+	clusterState    string
+	learnerID       uint64
+	voterClientURLs []string
+}
+
+func (n *Node) peerURL() string   { return fmt.Sprintf("https://%s:2380", n.ip) }
+func (n *Node) clientURL() string { return fmt.Sprintf("https://%s:2379", n.ip) }
+
+// etcdArgs is argsForControlPlane: only an empty data directory needs cluster
+// arguments; a non-empty one starts from the WAL with no join and no promotion.
+func (n *Node) etcdArgs(ctx context.Context, bootstrap bool) (etcdStartArgs, error) {
+	self := n.name + "=" + n.peerURL()
+
+	switch {
+	case !n.EtcdDataDirEmpty():
+		return etcdStartArgs{initialCluster: self, clusterState: embed.ClusterStateFlagExisting}, nil
+	case bootstrap:
+		return etcdStartArgs{initialCluster: self, clusterState: embed.ClusterStateFlagNew}, nil
+	}
+
+	args, err := n.buildInitialCluster(ctx)
+	if err != nil {
+		return args, fmt.Errorf("failed to build initial etcd cluster: %w", err)
+	}
+
+	args.clusterState = embed.ClusterStateFlagExisting
+
+	return args, nil
+}
+
+// buildInitialCluster is the join loop: every 3 s (+≤1 s jitter) for 30 min,
+// each attempt bounded to 30 s.
+func (n *Node) buildInitialCluster(ctx context.Context) (etcdStartArgs, error) {
+	var (
+		args    etcdStartArgs
+		lastNag time.Time
+	)
+
+	p := n.c.profile
+
+	err := retryLoop{
+		total:    n.c.d(p.JoinTimeout),
+		interval: n.c.d(p.JoinInterval),
+		jitter:   n.c.d(p.JoinJitter),
+		logf:     n.machined.Printf,
+		rng:      n.rng("join"),
+	}.run(ctx, func(ctx context.Context) error {
+		if time.Since(lastNag) > n.c.d(p.JoinNagInterval) {
+			lastNag = time.Now()
+
+			n.machined.Printf("etcd is waiting to join the cluster, if this node is the first node in the cluster, please run `talosctl bootstrap` against one of the following IPs:")
+			n.machined.Printf("[%s]", n.ip)
+		}
+
+		attemptCtx, cancel := context.WithTimeout(ctx, n.c.timeout(p.JoinAttemptTimeout))
+		defer cancel()
+
+		list, id, err := n.addMember(attemptCtx)
+		if err != nil {
+			if errors.Is(err, context.Canceled) {
+				return fatal{err}
+			}
+
+			return err
+		}
+
+		var conf []string
+
+		for _, m := range list.Members {
+			name := m.Name
+			if m.ID == id {
+				name = n.name
+			}
+
+			for _, u := range m.PeerURLs {
+				conf = append(conf, name+"="+u)
+			}
+
+			if !m.IsLearner && m.ID != id {
+				args.voterClientURLs = append(args.voterClientURLs, m.ClientURLs...)
+			}
+		}
+
+		args.initialCluster = strings.Join(conf, ",")
+		args.learnerID = id
+
+		return nil
+	})
+	if err != nil {
+		return etcdStartArgs{}, fmt.Errorf("failed to build cluster arguments: %w", err)
+	}
+
+	return args, nil
+}
+
+// addMember is one join attempt: list, remove a member with our name, add
+// ourselves as a learner, list again.
+func (n *Node) addMember(ctx context.Context) (*clientv3.MemberListResponse, uint64, error) {
+	client, err := n.clusterClient(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+
+	defer client.Close() //nolint:errcheck
+
+	ctx = clientv3.WithRequireLeader(ctx)
+
+	list, err := client.MemberList(ctx)
+	if err != nil {
+		return nil, 0, fmt.Errorf("error getting etcd member list: %w", err)
+	}
+
+	for _, m := range list.Members {
+		// A learner added but never started has no name yet, so it is never matched.
+		if m.Name == n.name {
+			if _, err = client.MemberRemove(ctx, m.ID); err != nil {
+				return nil, 0, fmt.Errorf("error removing self from the member list: %w", err)
+			}
+		}
+	}
+
+	addrs := []string{n.peerURL()}
+
+	add, err := client.MemberAddAsLearner(ctx, addrs)
+	if err != nil {
+		if n.c.profile.AdoptUnnamedLearner && errors.Is(err, rpctypes.ErrPeerURLExist) {
+			// v1.14+: an unnamed learner with our peer URL is our own earlier add
+			// whose reply was lost (talos 416d5fe4b): adopt it.
+			for _, m := range list.Members {
+				if slices.Equal(m.PeerURLs, addrs) && m.IsLearner && m.Name == "" {
+					return list, m.ID, nil
+				}
+			}
+
+			return nil, 0, fmt.Errorf("member already exists with the same peer URLs %q, but is not a learner: %w", addrs, err)
+		}
+
+		return nil, 0, fmt.Errorf("error adding member: %w", err)
+	}
+
+	list, err = client.MemberList(ctx)
+	if err != nil {
+		return nil, 0, fmt.Errorf("error getting second etcd member list: %w", err)
+	}
+
+	return list, add.Member.ID, nil
+}
+
+// promoteLoop is promoteMember: it runs only right after a join, for 10 minutes,
+// and then never again.
+func (n *Node) promoteLoop(ctx context.Context, memberID uint64, voterClientURLs []string) {
+	p := n.c.profile
+	idx := 0
+
+	err := retryLoop{
+		total:          n.c.d(p.PromoteWindow),
+		interval:       n.c.d(p.PromoteInterval),
+		jitter:         n.c.d(p.PromoteJitter),
+		attemptTimeout: n.c.timeout(p.PromoteAttemptTimeout),
+		logf:           n.machined.Printf,
+		rng:            n.rng("promote"),
+	}.run(ctx, func(ctx context.Context) error {
+		endpoints, err := n.c.discoveredEndpoints()
+		if err != nil {
+			return err
+		}
+
+		if p.PromoteVotersFirst {
+			return n.promoteVotersFirst(ctx, memberID, voterClientURLs, endpoints)
+		}
+
+		// v1.12–v1.14: walk every discovered endpoint, the learner's own included,
+		// sharing one attempt deadline: a dead endpoint eats the whole attempt.
+		for range endpoints {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			default:
+			}
+
+			endpoint := endpoints[idx%len(endpoints)]
+			idx++
+
+			if err = n.attemptPromote(ctx, endpoint, memberID); err == nil {
+				return nil
+			}
+		}
+
+		return err
+	})
+
+	switch {
+	case err == nil:
+		n.machined.Printf("successfully promoted etcd member")
+	case !errors.Is(err, context.Canceled):
+		n.machined.Printf("failed promoting member: %s", err)
+	}
+}
+
+// promoteVotersFirst is main's loop: voting members first, own endpoints dropped,
+// each endpoint bounded on its own.
+func (n *Node) promoteVotersFirst(ctx context.Context, memberID uint64, voterClientURLs, discovered []string) error {
+	self := map[string]bool{fmt.Sprintf("%s:2379", n.ip): true}
+	seen := map[string]bool{}
+
+	var errs []error
+
+	for _, endpoint := range slices.Concat(voterClientURLs, discovered) {
+		if _, hostPort, ok := strings.Cut(endpoint, "://"); ok {
+			endpoint = hostPort
+		}
+
+		if self[endpoint] || seen[endpoint] {
+			continue
+		}
+
+		seen[endpoint] = true
+
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		default:
+		}
+
+		epCtx, cancel := context.WithTimeout(ctx, n.c.timeout(n.c.profile.PromoteEndpointTimeout))
+		err := n.attemptPromote(epCtx, endpoint, memberID)
+
+		cancel()
+
+		if err == nil {
+			return nil
+		}
+
+		errs = append(errs, fmt.Errorf("%s: %w", endpoint, err))
+	}
+
+	if len(errs) == 0 {
+		return errors.New("no endpoints")
+	}
+
+	return errors.Join(errs...)
+}
+
+func (n *Node) attemptPromote(ctx context.Context, endpoint string, memberID uint64) error {
+	client, err := n.newEtcdClient(ctx, []string{endpoint})
+	if err != nil {
+		return err
+	}
+
+	defer client.Close() //nolint:errcheck
+
+	_, err = client.MemberPromote(ctx, memberID)
+
+	return err
+}
+
+// healthLoop is the service health check: a linearizable read of "health" on the
+// local member, first after 5 s, then every 20 s, each bounded to 15 s.
+func (n *Node) healthLoop(ctx context.Context, svc *service) {
+	p := n.c.profile
+
+	if !n.sleep(ctx, n.c.d(p.HealthInitialDelay)) {
+		return
+	}
+
+	client, err := n.EtcdClient(ctx, true)
+	if err != nil {
+		svc.setHealth(false, err.Error())
+
+		return
+	}
+
+	defer client.Close() //nolint:errcheck
+
+	for {
+		checkCtx, cancel := context.WithTimeout(ctx, n.c.timeout(p.HealthTimeout))
+		_, err := client.Get(checkCtx, "health")
+
+		cancel()
+
+		if ctx.Err() != nil {
+			return
+		}
+
+		if errors.Is(err, rpctypes.ErrPermissionDenied) {
+			err = nil
+		}
+
+		if err != nil {
+			svc.setHealth(false, err.Error())
+		} else {
+			svc.setHealth(true, "")
+		}
+
+		if !n.sleep(ctx, n.c.d(p.HealthPeriod)) {
+			return
+		}
+	}
+}
+
+// runEtcdOnce runs the etcd "container" until it exits or the service stops.
+func (n *Node) runEtcdOnce(ctx context.Context, svc *service, args etcdStartArgs) error {
+	cfg, err := n.embedConfig(args)
+	if err != nil {
+		return err
+	}
+
+	e, err := embed.StartEtcd(cfg)
+	if err != nil {
+		n.etcdLog.Printf(`{"level":"fatal","msg":"discovery failed","error":%q}`, err.Error())
+
+		return errors.New(`task "etcd" failed: exit code 1`)
+	}
+
+	n.mu.Lock()
+	n.pid++
+	pid := n.pid
+	n.etcd = e
+	n.mu.Unlock()
+
+	defer func() {
+		n.mu.Lock()
+		n.etcd = nil
+		n.mu.Unlock()
+	}()
+
+	svc.update(stateRunning, "Started task etcd (PID %d) for container etcd", pid)
+
+	select {
+	case <-ctx.Done():
+		e.Close()
+
+		return nil
+	case err := <-e.Err():
+		e.Close()
+		n.etcdLog.Printf(`{"level":"fatal","msg":"etcd exited","error":%q}`, fmt.Sprint(err))
+	case <-e.Server.StopNotify():
+		e.Close()
+	}
+
+	n.mu.Lock()
+	code := n.exitCode
+	n.exitCode = 0
+	n.mu.Unlock()
+
+	if code == 0 {
+		code = 1
+	}
+
+	return fmt.Errorf(`task "etcd" failed: exit code %d`, code)
+}

@@ -1,0 +1,726 @@
+package sim
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"net/url"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/Shopify/toxiproxy/v2"
+	"github.com/cosi-project/runtime/pkg/state"
+	"github.com/siderolabs/talos/pkg/machinery/api/machine"
+	"github.com/siderolabs/talos/pkg/machinery/config"
+	"github.com/siderolabs/talos/pkg/machinery/resources/runtime"
+	"go.etcd.io/etcd/client/pkg/v3/transport"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"google.golang.org/grpc"
+
+	"github.com/talchaos/talchaos/fakes/talosapi"
+	"github.com/talchaos/talchaos/harness/apifault"
+	"github.com/talchaos/talchaos/harness/netfault"
+	"github.com/talchaos/talchaos/harness/scenario"
+	"github.com/talchaos/talchaos/harness/target"
+)
+
+// Backend ports: the real listeners sit on the node's own address, behind the
+// proxies on the real ports, and below the ephemeral range so nothing else
+// grabs them between runs of etcd.
+const (
+	apiPort         = 50000
+	etcdClientPort  = 2379
+	etcdPeerPort    = 2380
+	backendAPIPort  = 25000
+	backendClient   = 22379
+	backendPeerPort = 22380
+)
+
+// Node is one simulated Talos machine. It implements talosapi.Backend.
+type Node struct {
+	c        *Cluster
+	name     string
+	ip       string
+	role     target.Role
+	override scenario.NodeOverride
+	dir      string
+	dataDir  string
+	pki      *etcdPKI
+	tlsConf  *tls.Config // etcd admin client TLS, as Talos's own etcd clients use
+
+	api       *talosapi.Server
+	gate      *netfault.Gate // on the peer proxy: cuts peer traffic by sender
+	proxies   map[target.Port]*toxiproxy.Proxy
+	machined  *talosapi.LogBuffer
+	etcdLog   *talosapi.LogBuffer
+	resources state.State
+	seed      uint64
+
+	apiFaults apifault.Set
+
+	// powerMu serialises power transitions (boot, reboot, reset, power off/on).
+	powerMu sync.Mutex
+
+	mu          sync.Mutex
+	exitCode    int // the running etcd's exit code once it dies abnormally: 137 killed, 2 Go panic
+	cfg         config.Provider
+	accepting   bool
+	booted      bool
+	stage       runtime.MachineStage
+	ready       bool
+	bootAllowed bool
+	etcdRun     *etcdRun
+	kubelet     *service
+	etcd        *embed.Etcd
+	pid         int
+	bootCtx     context.Context //nolint:containedctx // lifetime of the current boot
+	bootCancel  context.CancelFunc
+	bootWG      sync.WaitGroup
+	rngs        map[string]*rand.Rand
+}
+
+// Hostname implements talosapi.Backend.
+func (n *Node) Hostname() string { return n.name }
+
+// Address implements talosapi.Backend.
+func (n *Node) Address() string { return n.ip }
+
+// Config implements talosapi.Backend.
+func (n *Node) Config() config.Provider {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+
+	return n.cfg
+}
+
+// Resources implements talosapi.Backend.
+func (n *Node) Resources() state.State { return n.resources }
+
+// Log implements talosapi.Backend.
+func (n *Node) Log(id string) *talosapi.LogBuffer {
+	switch id {
+	case "machined":
+		return n.machined
+	case "etcd":
+		return n.etcdLog
+	}
+
+	return nil
+}
+
+// AcceptConfig implements talosapi.Backend: the maintenance service hands the
+// config over and the node leaves maintenance within seconds, switching its API
+// to mutual TLS (a pre-installed node needs no reboot).
+func (n *Node) AcceptConfig(cfg config.Provider) {
+	n.mu.Lock()
+	if n.accepting || n.cfg != nil {
+		n.mu.Unlock()
+
+		return
+	}
+
+	n.accepting = true
+	ctx := n.bootCtx
+	n.mu.Unlock()
+
+	n.goBoot(func() {
+		defer func() {
+			n.mu.Lock()
+			n.accepting = false
+			n.mu.Unlock()
+		}()
+
+		if !n.sleep(ctx, n.c.d(n.c.profile.LeaveMaintenance)) {
+			return
+		}
+
+		n.mu.Lock()
+		n.cfg = cfg
+		n.mu.Unlock()
+
+		n.machined.Printf("applied configuration, leaving maintenance mode")
+
+		if err := n.api.Start(); err != nil {
+			n.machined.Printf("failed to start the API: %s", err)
+
+			return
+		}
+
+		n.startServices()
+	})
+}
+
+// ApplyConfig implements talosapi.Backend for a configured node.
+func (n *Node) ApplyConfig(_ context.Context, cfg config.Provider, mode machine.ApplyConfigurationRequest_Mode) error {
+	if mode == machine.ApplyConfigurationRequest_STAGED {
+		return nil
+	}
+
+	n.mu.Lock()
+	n.cfg = cfg
+	n.mu.Unlock()
+
+	if mode == machine.ApplyConfigurationRequest_REBOOT {
+		return n.Reboot()
+	}
+
+	return nil
+}
+
+// BootstrapAllowed implements talosapi.Backend.
+func (n *Node) BootstrapAllowed() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+
+	return n.bootAllowed
+}
+
+// EtcdDataDirEmpty implements talosapi.Backend.
+func (n *Node) EtcdDataDirEmpty() bool {
+	entries, _ := os.ReadDir(n.dataDir) //nolint:errcheck // a missing dir is empty
+
+	return len(entries) == 0
+}
+
+// BootstrapEtcd implements talosapi.Backend (services.BootstrapEtcd): stop the
+// joining etcd, mark it "Bootstrap requested", start a new one-member cluster.
+// It does not wait for etcd.
+func (n *Node) BootstrapEtcd(context.Context) error {
+	n.mu.Lock()
+	old := n.etcdRun
+	n.mu.Unlock()
+
+	if old != nil {
+		old.stop()
+		old.svc.update(stateFinished, "Bootstrap requested")
+	}
+
+	if !n.EtcdDataDirEmpty() {
+		return errors.New("etcd data directory is not empty")
+	}
+
+	n.startEtcdService(true)
+
+	return nil
+}
+
+// Services implements talosapi.Backend.
+func (n *Node) Services() []*machine.ServiceInfo {
+	n.mu.Lock()
+	run, kubelet := n.etcdRun, n.kubelet
+	n.mu.Unlock()
+
+	var out []*machine.ServiceInfo
+
+	if run != nil {
+		out = append(out, run.svc.proto())
+	}
+
+	if kubelet != nil {
+		out = append(out, kubelet.proto())
+	}
+
+	return out
+}
+
+// EtcdClient implements talosapi.Backend: the local member directly (Talos's
+// localhost:2379, never through the network), or the discovered control-plane
+// endpoints in random order (NewClientFromControlPlaneIPs).
+func (n *Node) EtcdClient(ctx context.Context, local bool) (*clientv3.Client, error) {
+	if local {
+		return n.newEtcdClient(ctx, []string{n.EtcdClientEndpoint()})
+	}
+
+	return n.clusterClient(ctx)
+}
+
+// EtcdClientEndpoint implements talosapi.Backend.
+func (n *Node) EtcdClientEndpoint() string { return fmt.Sprintf("%s:%d", n.ip, backendClient) }
+
+func (n *Node) clusterClient(ctx context.Context) (*clientv3.Client, error) {
+	endpoints, err := n.c.discoveredEndpoints()
+	if err != nil {
+		return nil, err
+	}
+
+	r := n.rng("shuffle")
+	n.mu.Lock()
+	r.Shuffle(len(endpoints), func(i, j int) { endpoints[i], endpoints[j] = endpoints[j], endpoints[i] })
+	n.mu.Unlock()
+
+	return n.newEtcdClient(ctx, endpoints)
+}
+
+// newEtcdClient is Talos's etcd.NewClient: admin certificate, 5 s dial timeout.
+func (n *Node) newEtcdClient(ctx context.Context, endpoints []string) (*clientv3.Client, error) {
+	c, err := clientv3.New(clientv3.Config{
+		Endpoints:   endpoints,
+		DialTimeout: n.c.timeout(n.c.profile.EtcdDialTimeout),
+		Context:     ctx,
+		TLS:         n.tlsConf.Clone(),
+		Logger:      zap.NewNop(),
+		DialOptions: []grpc.DialOption{
+			grpc.WithContextDialer(n.dial),
+			grpc.WithChainUnaryInterceptor(n.etcdInterceptor),
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("error building etcd client: %w", err)
+	}
+
+	return c, nil
+}
+
+// Reboot implements talosapi.Backend: the reply goes out first, then the node
+// goes down and comes back with its config and etcd data.
+func (n *Node) Reboot() error {
+	n.c.goNode(func() {
+		n.replyGrace()
+		n.powerCycle(wipeNothing, false, false)
+	})
+
+	return nil
+}
+
+// replyGrace lets the API reply go out before an API-triggered reboot or reset
+// takes the node down: Talos's sequences stop services first, apid last.
+func (n *Node) replyGrace() {
+	n.sleep(n.c.ctx, max(n.c.d(2*time.Second), 50*time.Millisecond))
+}
+
+// Reset implements talosapi.Backend. A graceful reset leaves etcd first; a
+// forced one leaves the member behind. Without a list of partitions both STATE
+// (the config) and EPHEMERAL (etcd data) are wiped; with one, only those named.
+func (n *Node) Reset(req *machine.ResetRequest) error {
+	wipe := wipeAll
+
+	if parts := req.GetSystemPartitionsToWipe(); len(parts) > 0 {
+		wipe = wipeNothing
+
+		for _, p := range parts {
+			switch {
+			case p.GetLabel() == "STATE" && p.GetWipe():
+				wipe |= wipeConfig
+			case p.GetLabel() == "EPHEMERAL" && p.GetWipe():
+				wipe |= wipeEtcd
+			}
+		}
+	}
+
+	n.c.goNode(func() {
+		n.replyGrace()
+		n.powerCycle(wipe, req.GetGraceful(), !req.GetReboot())
+	})
+
+	return nil
+}
+
+// wipeMode says what a reset erases.
+type wipeMode int
+
+const (
+	wipeNothing wipeMode = 0
+	wipeConfig  wipeMode = 1 << iota // STATE: the machine config
+	wipeEtcd                         // EPHEMERAL: /var, with the etcd data dir
+	wipeAll     = wipeConfig | wipeEtcd
+)
+
+// leaveEtcd removes the local member from the cluster (EtcdLeaveCluster).
+func (n *Node) leaveEtcd() {
+	n.mu.Lock()
+	e := n.etcd
+	n.mu.Unlock()
+
+	if e == nil {
+		return
+	}
+
+	ctx, cancel := context.WithTimeout(n.c.ctx, n.c.timeout(time.Minute))
+	defer cancel()
+
+	client, err := n.clusterClient(ctx)
+	if err != nil {
+		return
+	}
+
+	defer client.Close() //nolint:errcheck
+
+	if _, err := client.MemberRemove(clientv3.WithRequireLeader(ctx), uint64(e.Server.MemberID())); err != nil {
+		n.machined.Printf("failed to leave etcd cluster: %s", err)
+	}
+}
+
+// powerCycle takes the node down (services stopped, API closed), erases what the
+// wipe mode says, and boots it again unless halt.
+func (n *Node) powerCycle(wipe wipeMode, graceful, halt bool) {
+	n.powerMu.Lock()
+	defer n.powerMu.Unlock()
+
+	if graceful {
+		n.leaveEtcd()
+	}
+
+	stage := runtime.MachineStageRebooting
+	if wipe != wipeNothing {
+		stage = runtime.MachineStageResetting
+	}
+
+	n.setStage(stage)
+	n.shutdown()
+
+	if wipe&wipeConfig != 0 {
+		n.mu.Lock()
+		n.cfg = nil
+		n.mu.Unlock()
+	}
+
+	if wipe&wipeEtcd != 0 {
+		os.RemoveAll(n.dataDir) //nolint:errcheck
+	}
+
+	if halt {
+		return
+	}
+
+	select {
+	case <-n.c.ctx.Done():
+		return
+	case <-time.After(n.c.d(n.c.profile.RebootDuration)):
+	}
+
+	if err := n.boot(); err != nil {
+		n.machined.Printf("boot failed: %s", err)
+	}
+}
+
+// powerOn boots a node that is powered off.
+func (n *Node) powerOn() {
+	n.powerMu.Lock()
+	defer n.powerMu.Unlock()
+
+	n.mu.Lock()
+	booted := n.booted
+	n.mu.Unlock()
+
+	if booted {
+		return
+	}
+
+	if err := n.boot(); err != nil {
+		n.machined.Printf("boot failed: %s", err)
+	}
+}
+
+// boot starts the machine: the API in the mode its config allows, and the
+// services when it has a config.
+func (n *Node) boot() error {
+	if n.c.ctx.Err() != nil {
+		return nil
+	}
+
+	// machined keeps its logs in memory: a boot starts them afresh.
+	n.machined.Reset()
+	n.etcdLog.Reset()
+
+	ctx, cancel := context.WithCancel(n.c.ctx)
+
+	n.mu.Lock()
+	n.bootCtx, n.bootCancel = ctx, cancel
+	n.booted = true
+	n.ready = false
+	hasConfig := n.cfg != nil
+	n.mu.Unlock()
+
+	if err := os.MkdirAll(n.dataDir, 0o700); err != nil {
+		return err
+	}
+
+	if hasConfig {
+		n.setStage(runtime.MachineStageBooting)
+	} else {
+		n.setStage(runtime.MachineStageMaintenance)
+	}
+
+	if err := n.api.Start(); err != nil {
+		return err
+	}
+
+	if hasConfig {
+		n.startServices()
+	}
+
+	return nil
+}
+
+// shutdown stops every service and the API and waits for the boot's goroutines.
+func (n *Node) shutdown() {
+	n.mu.Lock()
+	cancel, booted := n.bootCancel, n.booted
+	n.booted = false
+	n.bootAllowed = false
+	n.mu.Unlock()
+
+	if !booted {
+		return
+	}
+
+	n.api.Stop()
+	cancel()
+	n.bootWG.Wait()
+
+	n.mu.Lock()
+	n.etcdRun, n.kubelet = nil, nil
+	n.mu.Unlock()
+}
+
+// startServices is the boot sequence of a configured node: kubelet everywhere,
+// etcd on control planes; bootstrap is allowed from here on.
+func (n *Node) startServices() {
+	n.setStage(runtime.MachineStageBooting)
+
+	kubelet := newService("kubelet", n.machined.Printf, n.refreshStatus)
+
+	n.mu.Lock()
+	n.kubelet = kubelet
+	n.bootAllowed = true
+	ctx := n.bootCtx
+	n.mu.Unlock()
+
+	n.goBoot(func() { n.runKubelet(ctx, kubelet) })
+
+	if n.role == target.ControlPlane {
+		n.startEtcdService(false)
+	}
+}
+
+// runKubelet models the kubelet service just far enough for health checks:
+// it runs and reports healthy.
+func (n *Node) runKubelet(ctx context.Context, svc *service) {
+	svc.update(stateStarting, "Starting service")
+	svc.update(stateWaiting, `Waiting for service "cri" to be "up", time sync, network`)
+
+	if !n.sleep(ctx, n.c.d(n.c.profile.ServiceWait)) {
+		svc.update(stateFinished, "Service finished successfully")
+
+		return
+	}
+
+	svc.update(statePreparing, "Running pre state")
+	svc.update(statePreparing, "Creating service runner")
+	n.mu.Lock()
+	n.pid++
+	pid := n.pid
+	n.mu.Unlock()
+	svc.update(stateRunning, "Started task kubelet (PID %d) for container kubelet", pid)
+
+	if n.sleep(ctx, n.c.d(n.c.profile.HealthInitialDelay)) {
+		svc.setHealth(true, "")
+	}
+
+	<-ctx.Done()
+	svc.update(stateFinished, "Service finished successfully")
+}
+
+// refreshStatus recomputes MachineStatus after a service changed: a node reaches
+// stage "running" once etcd (control planes) and kubelet are up and healthy.
+func (n *Node) refreshStatus() {
+	n.mu.Lock()
+	run, kubelet, stage := n.etcdRun, n.kubelet, n.stage
+	n.mu.Unlock()
+
+	if stage != runtime.MachineStageBooting && stage != runtime.MachineStageRunning {
+		return
+	}
+
+	var unmet []runtime.UnmetCondition
+
+	check := func(id string, s *service) {
+		if s == nil {
+			unmet = append(unmet, runtime.UnmetCondition{Name: "serviceNotReady", Reason: id + " is not running"})
+
+			return
+		}
+
+		if state, healthy := s.status(); !healthy {
+			unmet = append(unmet, runtime.UnmetCondition{Name: "serviceNotReady", Reason: fmt.Sprintf("service %q is not healthy: %s", id, state)})
+		}
+	}
+
+	if n.role == target.ControlPlane {
+		var svc *service
+		if run != nil {
+			svc = run.svc
+		}
+
+		check("etcd", svc)
+	}
+
+	check("kubelet", kubelet)
+
+	ready := len(unmet) == 0
+	if ready && stage == runtime.MachineStageBooting {
+		stage = runtime.MachineStageRunning
+	}
+
+	n.mu.Lock()
+	if n.stage == runtime.MachineStageBooting || n.stage == runtime.MachineStageRunning {
+		n.stage = stage
+	}
+	n.ready = ready
+	n.mu.Unlock()
+
+	n.writeMachineStatus(stage, ready, unmet)
+}
+
+func (n *Node) setStage(stage runtime.MachineStage) {
+	n.mu.Lock()
+	n.stage = stage
+	n.ready = false
+	n.mu.Unlock()
+
+	n.writeMachineStatus(stage, stage == runtime.MachineStageMaintenance, nil)
+}
+
+// writeMachineStatus updates the COSI MachineStatus resource.
+func (n *Node) writeMachineStatus(stage runtime.MachineStage, ready bool, unmet []runtime.UnmetCondition) {
+	ctx := context.Background()
+	ms := runtime.NewMachineStatus()
+	ms.TypedSpec().Stage = stage
+	ms.TypedSpec().Status = runtime.MachineStatusStatus{Ready: ready, UnmetConditions: unmet}
+
+	existing, err := n.resources.Get(ctx, ms.Metadata())
+	if err != nil {
+		if state.IsNotFoundError(err) {
+			n.resources.Create(ctx, ms) //nolint:errcheck
+		}
+
+		return
+	}
+
+	if cur, ok := existing.(*runtime.MachineStatus); ok &&
+		cur.TypedSpec().Stage == stage && cur.TypedSpec().Status.Ready == ready && len(cur.TypedSpec().Status.UnmetConditions) == len(unmet) {
+		return
+	}
+
+	ms.Metadata().SetVersion(existing.Metadata().Version())
+	n.resources.Update(ctx, ms) //nolint:errcheck
+}
+
+// embedConfig is the etcd command line Talos builds, as an embed.Config.
+func (n *Node) embedConfig(args etcdStartArgs) (*embed.Config, error) {
+	cfg := embed.NewConfig()
+	cfg.Name = n.name
+	cfg.Dir = n.dataDir
+	cfg.InitialCluster = args.initialCluster
+	cfg.ClusterState = args.clusterState
+
+	parse := func(s string) url.URL {
+		u, _ := url.Parse(s) //nolint:errcheck // built from an IP and a port
+
+		return *u
+	}
+
+	cfg.ListenPeerUrls = []url.URL{parse(fmt.Sprintf("https://%s:%d", n.ip, backendPeerPort))}
+	cfg.AdvertisePeerUrls = []url.URL{parse(n.peerURL())}
+	cfg.ListenClientUrls = []url.URL{parse(fmt.Sprintf("https://%s:%d", n.ip, backendClient))}
+	cfg.AdvertiseClientUrls = []url.URL{parse(n.clientURL())}
+	cfg.ListenMetricsUrls = nil
+
+	cfg.ClientTLSInfo = transport.TLSInfo{
+		CertFile: n.pki.ServerCert, KeyFile: n.pki.ServerKey, TrustedCAFile: n.pki.CACert, ClientCertAuth: true,
+	}
+	cfg.PeerTLSInfo = transport.TLSInfo{
+		CertFile: n.pki.PeerCert, KeyFile: n.pki.PeerKey, TrustedCAFile: n.pki.CACert, ClientCertAuth: true,
+	}
+	// TLS 1.2 keeps the peer's client certificate readable on the wire, which is
+	// how the peer gate tells senders apart (see partition.go). embed applies
+	// this to both peer and client TLS, overriding TLSInfo.MaxVersion.
+	cfg.TlsMaxVersion = "TLS1.2"
+
+	e := n.c.sc.Cluster.Etcd
+	if e.MaxLearners > 0 {
+		cfg.MaxLearners = e.MaxLearners
+	}
+
+	if e.SnapshotCount > 0 {
+		cfg.SnapshotCount = e.SnapshotCount
+	}
+
+	if e.SnapshotCatchUpEntries > 0 {
+		cfg.SnapshotCatchUpEntries = e.SnapshotCatchUpEntries
+	}
+
+	// Short raft timings so elections take milliseconds; no fsync: the data dir is scratch.
+	cfg.TickMs = 50
+	cfg.ElectionMs = 500
+	cfg.UnsafeNoFsync = true
+	cfg.EnableGRPCGateway = false
+
+	logger := zap.New(zapcore.NewCore(
+		zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()),
+		zapcore.AddSync(n.etcdLog),
+		zap.InfoLevel,
+	))
+	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(logger.WithOptions(
+		zap.WithPanicHook(etcdDies{n}), zap.WithFatalHook(etcdDies{n})))
+
+	return cfg, nil
+}
+
+// goBoot runs f as part of the current boot: shutdown waits for it.
+func (n *Node) goBoot(f func()) {
+	n.bootWG.Add(1)
+
+	go func() {
+		defer n.bootWG.Done()
+
+		f()
+	}()
+}
+
+// sleep waits d or until ctx ends; it reports whether the full time passed.
+func (n *Node) sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+
+	t := time.NewTimer(d)
+	defer t.Stop()
+
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// rng returns the node's seeded random source for one purpose (jitter of a loop,
+// endpoint shuffling), so one seed gives one schedule.
+func (n *Node) rng(purpose string) *rand.Rand {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+
+	if r, ok := n.rngs[purpose]; ok {
+		return r
+	}
+
+	h := fnv.New64a()
+	h.Write([]byte(n.name + "/" + purpose)) //nolint:errcheck
+
+	r := rand.New(rand.NewPCG(n.seed, h.Sum64()))
+	if n.rngs == nil {
+		n.rngs = map[string]*rand.Rand{}
+	}
+
+	n.rngs[purpose] = r
+
+	return r
+}

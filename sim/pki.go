@@ -1,0 +1,77 @@
+package sim
+
+import (
+	stdx509 "crypto/x509"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/siderolabs/crypto/x509"
+)
+
+// etcdPKI is the per-node etcd certificate set Talos's etcd PKI controller
+// writes (server, peer, admin client), issued by the cluster's etcd CA. Files,
+// because embedded etcd reads its TLS material from paths.
+type etcdPKI struct {
+	CACert     string
+	ServerCert string
+	ServerKey  string
+	PeerCert   string
+	PeerKey    string
+	AdminCert  string
+	AdminKey   string
+}
+
+func writeEtcdPKI(dir string, ca *x509.PEMEncodedCertificateAndKey, hostname, ip string) (*etcdPKI, error) {
+	authority, err := x509.NewCertificateAuthorityFromCertificateAndKey(ca)
+	if err != nil {
+		return nil, fmt.Errorf("etcd CA: %w", err)
+	}
+
+	if err = os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+
+	p := &etcdPKI{CACert: filepath.Join(dir, "ca.crt")}
+	if err = os.WriteFile(p.CACert, ca.Crt, 0o600); err != nil {
+		return nil, err
+	}
+
+	both := []stdx509.ExtKeyUsage{stdx509.ExtKeyUsageServerAuth, stdx509.ExtKeyUsageClientAuth}
+	ips := []net.IP{net.ParseIP(ip), net.ParseIP("127.0.0.1")}
+
+	issue := func(name string, opts ...x509.Option) (string, string, error) {
+		opts = append(opts, x509.NotAfter(time.Now().Add(24*time.Hour)))
+
+		kp, err := x509.NewKeyPair(authority, opts...)
+		if err != nil {
+			return "", "", fmt.Errorf("etcd %s certificate: %w", name, err)
+		}
+
+		crt, key := filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
+		if err = os.WriteFile(crt, kp.CrtPEM, 0o600); err != nil {
+			return "", "", err
+		}
+
+		return crt, key, os.WriteFile(key, kp.KeyPEM, 0o600)
+	}
+
+	if p.ServerCert, p.ServerKey, err = issue("server",
+		x509.CommonName(hostname), x509.DNSNames([]string{hostname, "localhost"}), x509.IPAddresses(ips), x509.ExtKeyUsage(both)); err != nil {
+		return nil, err
+	}
+
+	if p.PeerCert, p.PeerKey, err = issue("peer",
+		x509.CommonName(hostname), x509.DNSNames([]string{hostname}), x509.IPAddresses(ips), x509.ExtKeyUsage(both)); err != nil {
+		return nil, err
+	}
+
+	if p.AdminCert, p.AdminKey, err = issue("admin",
+		x509.CommonName("talos"), x509.ExtKeyUsage([]stdx509.ExtKeyUsage{stdx509.ExtKeyUsageClientAuth})); err != nil {
+		return nil, err
+	}
+
+	return p, nil
+}

@@ -1,0 +1,86 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+
+	"go.uber.org/zap/zapcore"
+
+	"github.com/talchaos/talchaos/harness/target"
+)
+
+// Process implements target.Processes.
+func (c *Cluster) Process(ctx context.Context, node string, op target.ProcessOp) (target.Heal, error) {
+	n := c.Node(node)
+	if n == nil {
+		return nil, fmt.Errorf("unknown node %q", node)
+	}
+
+	noop := func() error { return nil }
+
+	switch op {
+	case target.CrashEtcd:
+		return noop, n.crashEtcd()
+	case target.PauseEtcd:
+		return c.pauseEtcd(ctx, n)
+	case target.RebootNode:
+		c.goNode(func() { n.powerCycle(wipeNothing, false, false) })
+
+		return noop, nil
+	case target.PowerOff:
+		c.goNode(func() { n.powerCycle(wipeNothing, false, true) })
+
+		return func() error {
+			c.goNode(n.powerOn)
+
+			return nil
+		}, nil
+	case target.WipeEtcd:
+		c.goNode(func() { n.powerCycle(wipeEtcd, false, false) })
+
+		return noop, nil
+	case target.ResetGraceful, target.ResetForced:
+		c.goNode(func() { n.powerCycle(wipeAll, op == target.ResetGraceful, false) })
+
+		return noop, nil
+	}
+
+	return nil, fmt.Errorf("unsupported process fault %q", op)
+}
+
+// crashEtcd kills the running etcd without a clean shutdown; Talos's restart
+// runner brings it back from its data dir after its restart interval.
+func (n *Node) crashEtcd() error { return n.killEtcd(137) }
+
+// killEtcd stops the running etcd at once, recording the exit code Talos will report.
+func (n *Node) killEtcd(code int) error {
+	n.mu.Lock()
+	e := n.etcd
+	if e != nil {
+		n.exitCode = code
+	}
+	n.mu.Unlock()
+
+	if e == nil {
+		return fmt.Errorf("etcd is not running on %s", n.name)
+	}
+
+	e.Server.HardStop()
+
+	return nil
+}
+
+// etcdDies is the zap hook for etcd's panics and fatal errors. In a real node
+// they end the etcd process and Talos restarts it; here they must not take the
+// whole simulator down: the node's etcd is killed (exit code 2, as a Go panic
+// exits) and the goroutine that hit the error ends instead of panicking.
+// etcd 3.6 does this, for instance, when a removed member is asked for its
+// Status ("failed to find local ID in cluster members").
+type etcdDies struct{ n *Node }
+
+func (h etcdDies) OnWrite(*zapcore.CheckedEntry, []zapcore.Field) {
+	h.n.c.goNode(func() { h.n.killEtcd(2) }) //nolint:errcheck // it may be gone already
+
+	runtime.Goexit()
+}

@@ -1,0 +1,149 @@
+package sim_test
+
+import (
+	"context"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cosi-project/runtime/pkg/safe"
+	"github.com/cosi-project/runtime/pkg/state"
+	"github.com/siderolabs/talos/pkg/machinery/api/common"
+	"github.com/siderolabs/talos/pkg/machinery/client"
+	"github.com/siderolabs/talos/pkg/machinery/resources/runtime"
+)
+
+// One endpoint serves every node, by the node/nodes metadata, as apid does: what
+// talosctl -n and Talos's own health checks rely on.
+func TestOneEndpointReachesEveryNode(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	c := startCluster(t, newScenario(3))
+	nodes := c.Nodes()
+
+	for _, n := range nodes {
+		apply(t, ctx, n)
+	}
+
+	cl := secure(t, ctx, c, nodes[0])
+
+	// One-to-many: one message per node, stamped with the node it came from.
+	eventually(t, 30*time.Second, func() error {
+		resp, err := cl.Version(client.WithNodes(ctx, nodes[0].Address, nodes[1].Address, nodes[2].Address))
+		if err != nil {
+			return err
+		}
+
+		if len(resp.Messages) != 3 {
+			t.Fatalf("%d messages, want 3", len(resp.Messages))
+		}
+
+		for i, m := range resp.Messages {
+			if m.Metadata.GetHostname() != nodes[i].Address {
+				t.Errorf("message %d from %q, want %s", i, m.Metadata.GetHostname(), nodes[i].Address)
+			}
+		}
+
+		return nil
+	})
+
+	// One-to-one unary and streams (COSI Get and Watch, Logs) reach the addressed node.
+	for _, n := range nodes[1:] {
+		nctx := client.WithNode(ctx, n.Address)
+
+		ms, err := safe.StateGetByID[*runtime.MachineStatus](nctx, cl.COSI, runtime.MachineStatusID)
+		if err != nil {
+			t.Fatalf("COSI get on %s: %v", n.Name, err)
+		}
+
+		if ms.TypedSpec().Stage == runtime.MachineStageMaintenance {
+			t.Errorf("%s: stage %s", n.Name, ms.TypedSpec().Stage)
+		}
+
+		wctx, wcancel := context.WithTimeout(nctx, 5*time.Second)
+		ch := make(chan safe.WrappedStateEvent[*runtime.MachineStatus], 4)
+
+		if err := safe.StateWatch(wctx, cl.COSI, runtime.NewMachineStatus().Metadata(), ch); err != nil {
+			wcancel()
+			t.Fatalf("COSI watch on %s: %v", n.Name, err)
+		}
+
+		select {
+		case ev := <-ch:
+			if ev.Type() == state.Errored {
+				t.Errorf("watch on %s: %v", n.Name, ev.Error())
+			}
+		case <-wctx.Done():
+			t.Errorf("watch on %s sent nothing", n.Name)
+		}
+
+		wcancel()
+
+		stream, err := cl.Logs(nctx, "system", common.ContainerDriver_CONTAINERD, "machined", false, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		var logs strings.Builder
+
+		for {
+			data, err := stream.Recv()
+			if err != nil {
+				if err != io.EOF {
+					t.Fatalf("logs of %s: %v", n.Name, err)
+				}
+
+				break
+			}
+
+			logs.Write(data.Bytes)
+		}
+
+		// Only that node's join loop names its own address.
+		if !strings.Contains(logs.String(), "["+n.Address+"]") {
+			t.Errorf("logs via %s are not %s's:\n%s", nodes[0].Name, n.Name, logs.String())
+		}
+
+		if _, err := cl.ServiceList(nctx); err != nil {
+			t.Errorf("service list on %s: %v", n.Name, err)
+		}
+	}
+
+}
+
+// talosctl asks with `nodes` even for one node; each message then names its node.
+func TestStreamsAreStampedWithTheirNode(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	c := startCluster(t, newScenario(2))
+	nodes := c.Nodes()
+
+	for _, n := range nodes {
+		apply(t, ctx, n)
+	}
+
+	cl := secure(t, ctx, c, nodes[0])
+
+	for _, n := range nodes {
+		eventually(t, 30*time.Second, func() error {
+			stream, err := cl.Logs(client.WithNodes(ctx, n.Address), "system", common.ContainerDriver_CONTAINERD, "machined", false, -1)
+			if err != nil {
+				return err
+			}
+
+			data, err := stream.Recv()
+			if err != nil {
+				return err
+			}
+
+			if got := data.GetMetadata().GetHostname(); got != n.Address {
+				t.Fatalf("log message of %s stamped %q", n.Name, got)
+			}
+
+			return nil
+		})
+	}
+}
