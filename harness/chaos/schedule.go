@@ -1,0 +1,336 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/talchaos/talchaos/harness/check"
+	"github.com/talchaos/talchaos/harness/eventlog"
+	"github.com/talchaos/talchaos/harness/result"
+	"github.com/talchaos/talchaos/harness/scenario"
+	"github.com/talchaos/talchaos/harness/target"
+)
+
+// Planned is one fault of a scenario with its trigger, before the run.
+type Planned struct {
+	Spec  scenario.Fault
+	Fault Fault
+}
+
+// Trigger describes when the fault starts, for reports and --plan.
+func (p Planned) Trigger() string {
+	s := "at start"
+
+	switch {
+	case p.Spec.At != nil:
+		s = "at " + p.Spec.At.String()
+	case p.Spec.When != nil:
+		s = fmt.Sprintf("when %s is %s", p.Spec.When.Node, p.Spec.When.State)
+		if p.Spec.When.After.Duration > 0 {
+			s += ", after " + p.Spec.When.After.String()
+		}
+	}
+
+	if p.Spec.For.Duration > 0 {
+		s += ", for " + p.Spec.For.String()
+	}
+
+	if u := p.Spec.Until; u != nil {
+		s += fmt.Sprintf(", until %s is %s", u.Node, u.State)
+		if u.After.Duration > 0 {
+			s += " + " + u.After.String()
+		}
+	}
+
+	return s
+}
+
+// Plan builds every fault of the scenario and checks the target can inject it,
+// before anything starts. The seed makes every random choice of the schedule:
+// which node "random" names, the jitter of latency faults.
+func Plan(sc *scenario.Scenario, tgt target.Target, seed int64) ([]Planned, error) {
+	rng := rand.New(rand.NewPCG(uint64(seed), 0x7a1c4a05)) //nolint:gosec // reproducibility, not secrecy
+
+	var candidates []string
+
+	for _, n := range sc.Cluster.NodeNames() {
+		if scenario.IsControlPlane(n) && n != sc.Orchestrator.BootstrapNode {
+			candidates = append(candidates, n)
+		}
+	}
+
+	var out []Planned
+
+	for _, f := range sc.Faults {
+		// Draw for every fault, used or not, so one fault's choice never shifts another's.
+		pick, jitterSeed := rng.IntN(max(len(candidates), 1)), rng.Uint64()
+
+		if f.Node == scenario.RandomNode {
+			if len(candidates) == 0 {
+				return nil, f.Errorf(sc, "node", "no control plane other than the bootstrap node to pick at random")
+			}
+
+			f.Node = candidates[pick]
+		}
+
+		fault, err := Build(sc, f)
+		if err != nil {
+			return nil, err
+		}
+
+		if tf, ok := fault.(*toxicFault); ok {
+			tf.toxic.JitterSeed = jitterSeed
+		}
+
+		if err := Supported(fault, tgt); err != nil {
+			return nil, f.Errorf(sc, "kind", "%s", err)
+		}
+
+		if fc, ok := tgt.(target.FaultChecker); ok {
+			if err := fc.CheckFault(f.Kind, f.Node, f.Port, f.RPC); err != nil {
+				return nil, f.Errorf(sc, "kind", "target %s: %s", tgt.Name(), err)
+			}
+		}
+
+		out = append(out, Planned{Spec: f, Fault: fault})
+	}
+
+	return out, nil
+}
+
+// Holds reports whether the node is observed in the trigger state.
+func Holds(obs *check.Observation, node, state string) bool {
+	n := obs.Nodes[node]
+	if n == nil {
+		return false
+	}
+
+	switch state {
+	case "left-maintenance":
+		return n.Mode == check.ModeConfigured
+	case "etcd-running":
+		return n.Etcd != nil && n.Etcd.State == "Running"
+	case "bootstrapped":
+		return len(n.Members) == 1 && n.Members[0].Hostname == node && !n.Members[0].IsLearner
+	}
+
+	for _, c := range obs.Clusters() {
+		m, ok := c.Member(node, n.Address)
+		if !ok {
+			continue
+		}
+
+		switch state {
+		case "member":
+			return true
+		case "learner":
+			return m.IsLearner
+		case "voter":
+			return !m.IsLearner
+		}
+	}
+
+	return false
+}
+
+// Schedule runs the planned faults against a cluster.
+type Schedule struct {
+	planned []Planned
+	cluster target.Cluster
+	log     *eventlog.Log
+	scale   float64
+
+	mu      sync.Mutex
+	records []*result.Fault
+	heals   map[int]target.Heal
+	wg      sync.WaitGroup
+}
+
+// NewSchedule prepares the run of the planned faults.
+func NewSchedule(planned []Planned, cluster target.Cluster, log *eventlog.Log, scale float64) *Schedule {
+	s := &Schedule{planned: planned, cluster: cluster, log: log, scale: scale, heals: map[int]target.Heal{}}
+
+	for _, p := range planned {
+		s.records = append(s.records, &result.Fault{
+			Name: p.Spec.Name, Kind: p.Spec.Kind, Node: p.Fault.Node(), Trigger: p.Trigger(), StartMs: -1, EndMs: -1,
+		})
+	}
+
+	return s
+}
+
+func (s *Schedule) real(d scenario.Duration) time.Duration { return d.Real(s.scale) }
+
+// Run starts each fault when its trigger fires and heals it when its duration
+// ends. Observations drive state triggers. It returns when ctx ends; Stop heals
+// what is still active.
+func (s *Schedule) Run(ctx context.Context, observations <-chan *check.Observation) {
+	waiting := map[int]bool{}     // faults waiting for their start state
+	healWaiting := map[int]bool{} // faults waiting for their until state
+
+	for i, p := range s.planned {
+		switch {
+		case p.Spec.When != nil:
+			waiting[i] = true
+		case p.Spec.At != nil:
+			s.startAfter(ctx, i, s.real(*p.Spec.At))
+		default:
+			s.startAfter(ctx, i, 0)
+		}
+	}
+
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case obs, ok := <-observations:
+			if !ok {
+				<-ctx.Done()
+
+				return
+			}
+
+			for i := range waiting {
+				w := s.planned[i].Spec.When
+				if Holds(obs, w.Node, w.State) {
+					delete(waiting, i)
+					s.log.Add(w.Node, "fault.trigger", fmt.Sprintf("%s: %s is %s", s.planned[i].Spec.Name, w.Node, w.State))
+					s.startAfter(ctx, i, s.real(w.After))
+				}
+			}
+
+			for i, p := range s.planned {
+				u := p.Spec.Until
+				if u == nil || healWaiting[i] || !s.active(i) || !Holds(obs, u.Node, u.State) {
+					continue
+				}
+
+				healWaiting[i] = true
+				s.log.Add(u.Node, "fault.trigger", fmt.Sprintf("%s heals in %s: %s is %s", p.Spec.Name, u.After, u.Node, u.State))
+				s.healAfter(ctx, i, s.real(u.After))
+			}
+		}
+	}
+}
+
+func (s *Schedule) startAfter(ctx context.Context, i int, delay time.Duration) {
+	s.wg.Go(func() {
+		if delay > 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(delay):
+			}
+		}
+
+		s.start(ctx, i)
+
+		if d := s.planned[i].Spec.For; d.Duration > 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(s.real(d)):
+			}
+
+			s.heal(i)
+		}
+	})
+}
+
+// active reports whether the fault is injected now.
+func (s *Schedule) active(i int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+
+	_, ok := s.heals[i]
+
+	return ok
+}
+
+func (s *Schedule) healAfter(ctx context.Context, i int, delay time.Duration) {
+	s.wg.Go(func() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(delay):
+		}
+
+		s.heal(i)
+	})
+}
+
+func (s *Schedule) start(ctx context.Context, i int) {
+	p := s.planned[i]
+	rec := s.records[i]
+
+	heal, err := p.Fault.Inject(ctx, s.cluster)
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+
+	rec.StartMs = s.log.Since().Milliseconds()
+
+	if err != nil {
+		rec.Error = err.Error()
+		s.log.Add(p.Fault.Node(), "fault.error", fmt.Sprintf("%s (%s): %s", p.Spec.Name, p.Spec.Kind, err))
+
+		return
+	}
+
+	s.heals[i] = heal
+	s.log.Add(p.Fault.Node(), "fault.start", fmt.Sprintf("%s (%s) %s", p.Spec.Name, p.Spec.Kind, p.Trigger()))
+}
+
+func (s *Schedule) heal(i int) {
+	s.mu.Lock()
+	heal, ok := s.heals[i]
+	delete(s.heals, i)
+	s.mu.Unlock()
+
+	if !ok {
+		return
+	}
+
+	p := s.planned[i]
+	err := heal()
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+
+	s.records[i].EndMs = s.log.Since().Milliseconds()
+
+	if err != nil {
+		s.records[i].Error = err.Error()
+		s.log.Add(p.Fault.Node(), "fault.error", fmt.Sprintf("%s: heal: %s", p.Spec.Name, err))
+
+		return
+	}
+
+	s.log.Add(p.Fault.Node(), "fault.stop", fmt.Sprintf("%s (%s) healed", p.Spec.Name, p.Spec.Kind))
+}
+
+// Stop waits for the fault goroutines (their context must be done) and heals
+// every fault still active.
+func (s *Schedule) Stop() {
+	s.wg.Wait()
+
+	for i := range s.planned {
+		s.heal(i)
+	}
+}
+
+// Records are the faults as they ran.
+func (s *Schedule) Records() []result.Fault {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+
+	out := make([]result.Fault, 0, len(s.records))
+	for _, r := range s.records {
+		out = append(out, *r)
+	}
+
+	return out
+}

@@ -1,0 +1,226 @@
+// Package check observes nodes through the Talos API only, turns what it sees
+// into events, and derives the outcome and the diagnoses of a run. It is shared
+// by the engine and `talchaos doctor`.
+package check
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/talchaos/talchaos/harness/target"
+)
+
+// API modes a node can be observed in.
+const (
+	ModeUnknown     = "unknown"
+	ModeDown        = "down"        // nothing answers
+	ModeMaintenance = "maintenance" // the insecure client works
+	ModeConfigured  = "configured"  // the talosconfig client works
+	ModePKIMismatch = "pki-mismatch"
+)
+
+// Service is a Talos service as ServiceList shows it.
+type Service struct {
+	State         string
+	Message       string // last event's message
+	Healthy       bool
+	HealthUnknown bool
+	HealthMessage string
+}
+
+// Running reports whether the service is Running and healthy.
+func (s *Service) Running() bool { return s != nil && s.State == "Running" && s.Healthy }
+
+// Member is one etcd member as EtcdMemberList reports it.
+type Member struct {
+	ID        uint64
+	Hostname  string
+	PeerURLs  []string
+	IsLearner bool
+}
+
+// IDString is the member ID as talosctl prints it.
+func (m Member) IDString() string { return fmt.Sprintf("%016x", m.ID) }
+
+// EtcdStatus is the local member's status.
+type EtcdStatus struct {
+	MemberID     uint64
+	Leader       uint64
+	IsLearner    bool
+	RaftIndex    uint64
+	AppliedIndex uint64
+}
+
+// NodeObservation is one node at one poll.
+type NodeObservation struct {
+	Name     string
+	Address  string
+	Role     target.Role
+	Mode     string
+	APIError string // the error that decided Mode when not configured
+	Stage    string
+	Etcd     *Service
+	Kubelet  *Service
+	// Members is the member list the node's local etcd member reports (QueryLocal).
+	Members    []Member
+	MembersErr string
+	Status     *EtcdStatus
+	StatusErr  string
+}
+
+// Observation is the cluster at one poll.
+type Observation struct {
+	At    time.Duration
+	Nodes map[string]*NodeObservation
+	order []string
+}
+
+// NewObservation makes an observation over the given node names, in order.
+func NewObservation(at time.Duration, names []string) *Observation {
+	return &Observation{At: at, Nodes: map[string]*NodeObservation{}, order: append([]string(nil), names...)}
+}
+
+// Ordered returns the node observations in node order.
+func (o *Observation) Ordered() []*NodeObservation {
+	out := make([]*NodeObservation, 0, len(o.order))
+
+	for _, n := range o.order {
+		if no := o.Nodes[n]; no != nil {
+			out = append(out, no)
+		}
+	}
+
+	return out
+}
+
+// Cluster is one etcd cluster as seen from its voting members: members that
+// list each other.
+type Cluster struct {
+	Members []Member
+	// Seen are the nodes whose local member list this is.
+	Seen []string
+}
+
+// Voters counts non-learner members.
+func (c Cluster) Voters() int {
+	n := 0
+
+	for _, m := range c.Members {
+		if !m.IsLearner {
+			n++
+		}
+	}
+
+	return n
+}
+
+// Learners counts learner members.
+func (c Cluster) Learners() int { return len(c.Members) - c.Voters() }
+
+// Member finds the member named hostname, or with the node's peer URL.
+func (c Cluster) Member(hostname, address string) (Member, bool) {
+	for _, m := range c.Members {
+		if m.Hostname == hostname && hostname != "" {
+			return m, true
+		}
+	}
+
+	for _, m := range c.Members {
+		for _, u := range m.PeerURLs {
+			if hostOf(u) == address {
+				return m, true
+			}
+		}
+	}
+
+	return Member{}, false
+}
+
+// Clusters groups the local member lists the nodes report into distinct etcd
+// clusters (more than one is a split brain), largest first.
+func (o *Observation) Clusters() []Cluster {
+	byKey := map[string]*Cluster{}
+
+	var keys []string
+
+	for _, n := range o.Ordered() {
+		if len(n.Members) == 0 {
+			continue
+		}
+
+		ids := make([]string, 0, len(n.Members))
+		for _, m := range n.Members {
+			ids = append(ids, m.IDString())
+		}
+
+		sort.Strings(ids)
+		key := strings.Join(ids, ",")
+
+		c, ok := byKey[key]
+		if !ok {
+			c = &Cluster{Members: n.Members}
+			byKey[key] = c
+			keys = append(keys, key)
+		}
+
+		c.Seen = append(c.Seen, n.Name)
+	}
+
+	// Lists that share a member are views of one cluster taken at different
+	// moments; keep the one seen by most nodes.
+	var out []Cluster
+
+	for _, k := range keys {
+		c := byKey[k]
+		merged := false
+
+		for i := range out {
+			if shareMember(out[i], *c) {
+				if len(c.Seen) > len(out[i].Seen) {
+					c.Seen = append(c.Seen, out[i].Seen...)
+					out[i] = *c
+				} else {
+					out[i].Seen = append(out[i].Seen, c.Seen...)
+				}
+
+				merged = true
+
+				break
+			}
+		}
+
+		if !merged {
+			out = append(out, *c)
+		}
+	}
+
+	sort.SliceStable(out, func(i, j int) bool { return len(out[i].Members) > len(out[j].Members) })
+
+	return out
+}
+
+func shareMember(a, b Cluster) bool {
+	for _, x := range a.Members {
+		for _, y := range b.Members {
+			if x.ID == y.ID {
+				return true
+			}
+		}
+	}
+
+	return false
+}
+
+func hostOf(u string) string {
+	if _, rest, ok := strings.Cut(u, "://"); ok {
+		u = rest
+	}
+
+	if i := strings.LastIndex(u, ":"); i >= 0 {
+		u = u[:i]
+	}
+
+	return strings.Trim(u, "[]")
+}

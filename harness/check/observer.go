@@ -1,0 +1,761 @@
+package check
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cosi-project/runtime/pkg/safe"
+	"github.com/siderolabs/talos/pkg/machinery/api/machine"
+	"github.com/siderolabs/talos/pkg/machinery/client"
+	clientconfig "github.com/siderolabs/talos/pkg/machinery/client/config"
+	"github.com/siderolabs/talos/pkg/machinery/resources/runtime"
+	"google.golang.org/grpc"
+
+	"github.com/talchaos/talchaos/harness/eventlog"
+	"github.com/talchaos/talchaos/harness/result"
+	"github.com/talchaos/talchaos/harness/talosclient"
+	"github.com/talchaos/talchaos/harness/target"
+)
+
+// LogLine is one line of a node's machined log, as the Logs API streamed it.
+type LogLine struct {
+	At   time.Duration
+	Text string
+}
+
+// Observer polls every node through its Talos API, records transitions in the
+// event log and keeps the nodes' machined logs. It never looks behind the API.
+type Observer struct {
+	nodes    []target.Node
+	cfg      *clientconfig.Config
+	log      *eventlog.Log
+	interval time.Duration
+
+	clients map[string]*nodeClients
+
+	mu       sync.Mutex
+	latest   *Observation
+	subs     []chan *Observation
+	lines    map[string][]LogLine
+	learners map[string]time.Duration // first time each hostname was seen as a learner
+	pending  map[string]bool          // the node's last log line is not in the event log yet
+	promoted map[string]time.Duration // when each hostname was seen promoted
+
+	etcdLines      map[string][]LogLine   // warnings and errors from each node's etcd log
+	wasMaintenance map[string]bool        // seen in maintenance and not configured since
+	following      map[string]bool        // "node/log" streams running now
+	seen           map[string]logPosition // "node/log" lines read so far
+	wg             sync.WaitGroup
+}
+
+type nodeClients struct {
+	secure   *client.Client
+	insecure *client.Client
+}
+
+// NewObserver prepares clients to every node; Run polls until ctx ends.
+func NewObserver(ctx context.Context, nodes []target.Node, cfg *clientconfig.Config, log *eventlog.Log, interval time.Duration) (*Observer, error) {
+	o := &Observer{
+		nodes: nodes, cfg: cfg, log: log, interval: interval,
+		clients:  map[string]*nodeClients{},
+		lines:    map[string][]LogLine{},
+		learners: map[string]time.Duration{},
+		pending:  map[string]bool{},
+		promoted: map[string]time.Duration{},
+
+		etcdLines:      map[string][]LogLine{},
+		wasMaintenance: map[string]bool{},
+		following:      map[string]bool{},
+		seen:           map[string]logPosition{},
+	}
+
+	for _, n := range nodes {
+		// The observer goes around talchaos's own API proxies and fault
+		// interceptors: faults on the orchestrator's path must not blind it.
+		direct := n
+		direct.Endpoint = n.ObserverEndpoint()
+
+		sec, err := talosclient.WithConfig(ctx, cfg, direct.Endpoint, talosclient.ForNode(direct, nil)...)
+		if err != nil {
+			o.Close()
+
+			return nil, err
+		}
+
+		ins, err := talosclient.Insecure(ctx, direct.Endpoint, talosclient.ForNode(direct, nil)...)
+		if err != nil {
+			sec.Close() //nolint:errcheck
+			o.Close()
+
+			return nil, err
+		}
+
+		o.clients[n.Name] = &nodeClients{secure: sec, insecure: ins}
+	}
+
+	return o, nil
+}
+
+// Close closes the clients and waits for the log followers.
+func (o *Observer) Close() {
+	for _, c := range o.clients {
+		c.secure.Close()   //nolint:errcheck
+		c.insecure.Close() //nolint:errcheck
+	}
+
+	o.wg.Wait()
+}
+
+// Subscribe returns a channel that receives every new observation; it is closed
+// when Run ends. Slow readers miss observations rather than block the observer.
+func (o *Observer) Subscribe() <-chan *Observation {
+	ch := make(chan *Observation, 16)
+
+	o.mu.Lock()
+	o.subs = append(o.subs, ch)
+	o.mu.Unlock()
+
+	return ch
+}
+
+// Latest is the most recent observation (nil before the first poll).
+func (o *Observer) Latest() *Observation {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+
+	return o.latest
+}
+
+// Logs returns the machined log lines received from a node so far.
+func (o *Observer) Logs(node string) []LogLine {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+
+	return append([]LogLine(nil), o.lines[node]...)
+}
+
+// Promotions lists every member seen as a learner, with when it was promoted
+// (PromotedMs -1: never), in the order they became learners.
+func (o *Observer) Promotions(scale float64) []result.Promotion {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+
+	var out []result.Promotion
+
+	for name, since := range o.learners {
+		p := result.Promotion{Node: name, LearnerMs: since.Milliseconds(), PromotedMs: -1}
+
+		if at, ok := o.promoted[name]; ok {
+			p.PromotedMs = at.Milliseconds()
+			p.WaitTalos = time.Duration(float64(at-since) * scale).Round(time.Second).String()
+		}
+
+		out = append(out, p)
+	}
+
+	sort.Slice(out, func(i, j int) bool { return out[i].LearnerMs < out[j].LearnerMs })
+
+	return out
+}
+
+// PromotedAt reports when the member named hostname was seen promoted.
+func (o *Observer) PromotedAt(hostname string) (time.Duration, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+
+	t, ok := o.promoted[hostname]
+
+	return t, ok
+}
+
+// LearnerSince reports when the member named hostname was first seen as a learner.
+func (o *Observer) LearnerSince(hostname string) (time.Duration, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+
+	t, ok := o.learners[hostname]
+
+	return t, ok
+}
+
+// Run polls until ctx ends. The log followers it starts end with ctx too.
+func (o *Observer) Run(ctx context.Context) {
+	defer func() {
+		o.mu.Lock()
+		for _, ch := range o.subs {
+			close(ch)
+		}
+		o.subs = nil
+		o.mu.Unlock()
+	}()
+
+	// Each node is polled on its own, so one that hangs (blackholed, rebooting)
+	// does not hold back what is seen of the others; observations are assembled
+	// from the latest answer of every node.
+	var (
+		latestMu sync.Mutex
+		latest   = map[string]*NodeObservation{}
+		pollers  sync.WaitGroup
+	)
+
+	for _, n := range o.nodes {
+		pollers.Go(func() {
+			for ctx.Err() == nil {
+				no := o.pollNode(ctx, n)
+
+				latestMu.Lock()
+				latest[n.Name] = no
+				latestMu.Unlock()
+
+				select {
+				case <-ctx.Done():
+				case <-time.After(o.interval):
+				}
+			}
+		})
+	}
+
+	defer pollers.Wait()
+
+	names := make([]string, len(o.nodes))
+	for i, n := range o.nodes {
+		names[i] = n.Name
+	}
+
+	ticker := time.NewTicker(o.interval)
+	defer ticker.Stop()
+
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+
+		obs := NewObservation(o.log.Since(), names)
+
+		latestMu.Lock()
+		for name, no := range latest {
+			obs.Nodes[name] = no
+		}
+		latestMu.Unlock()
+
+		if len(obs.Nodes) == len(o.nodes) {
+			o.record(ctx, obs)
+		}
+	}
+}
+
+// Poll observes every node once, in parallel.
+func (o *Observer) Poll(ctx context.Context) *Observation {
+	names := make([]string, len(o.nodes))
+	for i, n := range o.nodes {
+		names[i] = n.Name
+	}
+
+	obs := NewObservation(o.log.Since(), names)
+
+	var (
+		wg sync.WaitGroup
+		mu sync.Mutex
+	)
+
+	for _, n := range o.nodes {
+		wg.Go(func() {
+			no := o.pollNode(ctx, n)
+
+			mu.Lock()
+			obs.Nodes[n.Name] = no
+			mu.Unlock()
+		})
+	}
+
+	wg.Wait()
+
+	return obs
+}
+
+const pollTimeout = 2 * time.Second
+
+func (o *Observer) pollNode(ctx context.Context, n target.Node) *NodeObservation {
+	ctx, cancel := context.WithTimeout(ctx, pollTimeout)
+	defer cancel()
+
+	no := &NodeObservation{Name: n.Name, Address: n.Address, Role: n.Role, Mode: ModeUnknown}
+	c := o.clients[n.Name]
+
+	configured := func(svcs *machine.ServiceListResponse) *NodeObservation {
+		no.Mode = ModeConfigured
+		fillServices(no, svcs)
+		no.Stage = stage(ctx, c.secure)
+
+		if n.Role == target.ControlPlane {
+			fillEtcd(ctx, no, c.secure)
+		}
+
+		return no
+	}
+
+	svcs, secErr := c.secure.ServiceList(ctx)
+	if secErr == nil {
+		return configured(svcs)
+	}
+
+	_, insErr := c.insecure.Disks(ctx)
+
+	// A node switching to mutual TLS refuses the insecure client before the
+	// talosconfig client has reconnected: ask again, waiting for a fresh connection.
+	if insErr != nil && strings.Contains(insErr.Error(), "tls: certificate required") {
+		retryCtx, cancel := context.WithTimeout(ctx, time.Second)
+		svcs, secErr = c.secure.ServiceList(retryCtx, grpc.WaitForReady(true))
+
+		cancel()
+
+		if secErr == nil {
+			return configured(svcs)
+		}
+	}
+
+	switch {
+	case insErr == nil:
+		no.Mode = ModeMaintenance
+		no.Stage = stage(ctx, c.insecure)
+		no.APIError = secErr.Error()
+	case strings.Contains(secErr.Error(), "certificate signed by unknown authority") &&
+		strings.Contains(insErr.Error(), "tls: certificate required"):
+		no.Mode = ModePKIMismatch
+		no.APIError = secErr.Error()
+	default:
+		no.Mode = ModeDown
+		no.APIError = secErr.Error()
+	}
+
+	return no
+}
+
+func stage(ctx context.Context, c *client.Client) string {
+	ms, err := safe.StateGetByID[*runtime.MachineStatus](ctx, c.COSI, runtime.MachineStatusID)
+	if err != nil {
+		return ""
+	}
+
+	return ms.TypedSpec().Stage.String()
+}
+
+func fillServices(no *NodeObservation, resp *machine.ServiceListResponse) {
+	for _, msg := range resp.GetMessages() {
+		for _, s := range msg.GetServices() {
+			svc := &Service{
+				State:         s.GetState(),
+				Healthy:       s.GetHealth().GetHealthy(),
+				HealthUnknown: s.GetHealth().GetUnknown(),
+				HealthMessage: s.GetHealth().GetLastMessage(),
+			}
+
+			if ev := s.GetEvents().GetEvents(); len(ev) > 0 {
+				svc.Message = ev[len(ev)-1].GetMsg()
+			}
+
+			switch s.GetId() {
+			case "etcd":
+				no.Etcd = svc
+			case "kubelet":
+				no.Kubelet = svc
+			}
+		}
+	}
+}
+
+func fillEtcd(ctx context.Context, no *NodeObservation, c *client.Client) {
+	if no.Etcd == nil || no.Etcd.State != "Running" {
+		return
+	}
+
+	if st, err := c.EtcdStatus(ctx); err != nil {
+		no.StatusErr = err.Error()
+	} else if len(st.GetMessages()) > 0 {
+		ms := st.GetMessages()[0].GetMemberStatus()
+		no.Status = &EtcdStatus{
+			MemberID: ms.GetMemberId(), Leader: ms.GetLeader(), IsLearner: ms.GetIsLearner(),
+			RaftIndex: ms.GetRaftIndex(), AppliedIndex: ms.GetRaftAppliedIndex(),
+		}
+	}
+
+	if no.Status != nil && no.Status.IsLearner {
+		return // a learner does not serve MemberList
+	}
+
+	resp, err := c.EtcdMemberList(ctx, &machine.EtcdMemberListRequest{QueryLocal: true})
+	if err != nil {
+		no.MembersErr = err.Error()
+
+		return
+	}
+
+	for _, msg := range resp.GetMessages() {
+		for _, m := range msg.GetMembers() {
+			no.Members = append(no.Members, Member{ID: m.GetId(), Hostname: m.GetHostname(), PeerURLs: m.GetPeerUrls(), IsLearner: m.GetIsLearner()})
+		}
+	}
+}
+
+// record stores the observation, emits transition events, starts log followers
+// for newly configured nodes and notifies subscribers.
+func (o *Observer) record(ctx context.Context, obs *Observation) {
+	o.mu.Lock()
+	prev := o.latest
+	o.latest = obs
+	subs := append([]chan *Observation(nil), o.subs...)
+	o.mu.Unlock()
+
+	o.transitions(prev, obs)
+
+	for _, n := range obs.Ordered() {
+		if n.Mode == ModeConfigured {
+			o.follow(ctx, n.Name, n.Role == target.ControlPlane)
+		}
+	}
+
+	for _, ch := range subs {
+		select {
+		case ch <- obs:
+		default:
+		}
+	}
+}
+
+func (o *Observer) transitions(prev, cur *Observation) {
+	for _, n := range cur.Ordered() {
+		var p *NodeObservation
+		if prev != nil {
+			p = prev.Nodes[n.Name]
+		}
+
+		if p == nil || p.Mode != n.Mode {
+			from := "start"
+			if p != nil {
+				from = p.Mode
+			}
+
+			// Leaving maintenance can pass through a moment of "down" (v1.12's
+			// connection-refused window while the API switches to mutual TLS).
+			kind := "node.mode"
+			if n.Mode == ModeConfigured && o.wasMaintenance[n.Name] {
+				kind = "node.left-maintenance"
+				o.wasMaintenance[n.Name] = false
+			}
+
+			if n.Mode == ModeMaintenance {
+				o.wasMaintenance[n.Name] = true
+			}
+
+			msg := fmt.Sprintf("%s → %s", from, n.Mode)
+			if n.Mode != ModeConfigured && n.APIError != "" {
+				msg += ": " + n.APIError
+			}
+
+			o.log.Add(n.Name, kind, msg)
+		}
+
+		// A node seen going down or rebooting starts new in-memory logs.
+		if n.Mode == ModeDown || n.Stage == "rebooting" || n.Stage == "resetting" {
+			o.mu.Lock()
+			delete(o.seen, n.Name+"/machined")
+			delete(o.seen, n.Name+"/etcd")
+			o.mu.Unlock()
+		}
+
+		if n.Stage != "" && (p == nil || p.Stage != n.Stage) {
+			o.log.Add(n.Name, "node.stage", n.Stage)
+		}
+
+		if n.Etcd != nil && (p == nil || p.Etcd == nil || p.Etcd.State != n.Etcd.State || p.Etcd.Message != n.Etcd.Message) {
+			o.log.Add(n.Name, "service.etcd", n.Etcd.State+": "+n.Etcd.Message)
+		}
+	}
+
+	o.membershipTransitions(prev, cur)
+}
+
+func (o *Observer) membershipTransitions(prev, cur *Observation) {
+	before := map[uint64]Member{}
+
+	if prev != nil {
+		for _, c := range prev.Clusters() {
+			for _, m := range c.Members {
+				before[m.ID] = m
+			}
+		}
+	}
+
+	for _, c := range cur.Clusters() {
+		for _, m := range c.Members {
+			node := o.nodeOf(m)
+			old, existed := before[m.ID]
+
+			switch {
+			case !existed && m.IsLearner:
+				o.log.Add(node, "etcd.learner-added", fmt.Sprintf("member %s %s added as learner%s", m.IDString(), displayName(m), unstarted(m)))
+			case !existed:
+				o.log.Add(node, "etcd.member-added", fmt.Sprintf("member %s %s is a voting member", m.IDString(), displayName(m)))
+			case old.IsLearner && !m.IsLearner:
+				o.log.Add(node, "etcd.promoted", fmt.Sprintf("member %s %s promoted to voter", m.IDString(), displayName(m)))
+
+				o.mu.Lock()
+				o.promoted[node] = cur.At
+				o.mu.Unlock()
+			case old.Hostname == "" && m.Hostname != "":
+				o.log.Add(node, "etcd.member-started", fmt.Sprintf("member %s started as %s", m.IDString(), m.Hostname))
+			}
+
+			// Keyed by node: an unstarted learner has no hostname yet.
+			if m.IsLearner && node != "" {
+				o.mu.Lock()
+				if _, ok := o.learners[node]; !ok {
+					o.learners[node] = cur.At
+				}
+				o.mu.Unlock()
+			}
+
+			delete(before, m.ID)
+		}
+	}
+
+	for _, m := range before {
+		if cur.hasEtcdView() {
+			o.log.Add(o.nodeOf(m), "etcd.member-removed", fmt.Sprintf("member %s %s removed", m.IDString(), displayName(m)))
+		}
+	}
+}
+
+// hasEtcdView reports whether any node answered a member list in this poll;
+// without one, members did not leave, they were just not seen.
+func (o *Observation) hasEtcdView() bool {
+	for _, n := range o.Nodes {
+		if len(n.Members) > 0 {
+			return true
+		}
+	}
+
+	return false
+}
+
+func displayName(m Member) string {
+	if m.Hostname == "" {
+		return "(unstarted, " + strings.Join(m.PeerURLs, ",") + ")"
+	}
+
+	return m.Hostname
+}
+
+func unstarted(m Member) string {
+	if m.Hostname == "" {
+		return " (not started yet)"
+	}
+
+	return ""
+}
+
+// nodeOf maps a member to the node it belongs to, by hostname or peer URL.
+func (o *Observer) nodeOf(m Member) string {
+	for _, n := range o.nodes {
+		if m.Hostname != "" && m.Hostname == n.Name {
+			return n.Name
+		}
+
+		for _, u := range m.PeerURLs {
+			if hostOf(u) == n.Address {
+				return n.Name
+			}
+		}
+	}
+
+	return m.Hostname
+}
+
+// follow streams a configured node's machined log (every line, as events) and
+// its etcd log (warnings and errors, kept as evidence) through the Logs API.
+func (o *Observer) follow(ctx context.Context, node string, isControlPlane bool) {
+	o.followLog(ctx, node, "machined", o.addLine, func() { o.flushLine(node) })
+
+	if isControlPlane {
+		o.followLog(ctx, node, "etcd", o.addEtcdLine, func() {})
+	}
+}
+
+// followLog streams one service log until it breaks; the next poll restarts it.
+// Every stream asks for the whole log: a node that rebooted starts a new one
+// (machined's logs live in memory), and lines already seen in this boot's log
+// are recognised by the boot's first line and skipped.
+func (o *Observer) followLog(ctx context.Context, node, id string, line func(node, text string), endOfMessage func()) {
+	c := o.clients[node]
+	key := node + "/" + id
+
+	o.mu.Lock()
+	if o.following[key] {
+		o.mu.Unlock()
+
+		return
+	}
+
+	o.following[key] = true
+	seen := o.seen[key]
+	o.mu.Unlock()
+
+	o.wg.Go(func() {
+		defer func() {
+			o.mu.Lock()
+			o.following[key] = false
+			o.seen[key] = seen
+			o.mu.Unlock()
+		}()
+
+		stream, err := c.secure.Logs(ctx, "system", 0, id, true, -1)
+		if err != nil {
+			return
+		}
+
+		var (
+			partial string
+			index   int
+		)
+
+		handle := func(text string) {
+			if index == 0 && text != seen.first {
+				seen = logPosition{first: text} // a new boot's log
+			}
+
+			if index == 0 {
+				seen.first = text
+			}
+
+			index++
+
+			if index <= seen.count {
+				return
+			}
+
+			seen.count = index
+
+			line(node, text)
+		}
+
+		for {
+			data, err := stream.Recv()
+			if err != nil {
+				return // node down or run over; the next poll reconnects
+			}
+
+			partial += string(data.GetBytes())
+
+			for {
+				i := strings.IndexByte(partial, '\n')
+				if i < 0 {
+					break
+				}
+
+				handle(partial[:i])
+				partial = partial[i+1:]
+			}
+
+			// machined sends each log call as one message, continuation lines included.
+			endOfMessage()
+		}
+	})
+}
+
+// logPosition is how far a node's log of the current boot has been read.
+type logPosition struct {
+	first string
+	count int
+}
+
+// addEtcdLine keeps etcd's warnings and errors (JSON lines from its zap logger)
+// as evidence; errors also go to the event log.
+func (o *Observer) addEtcdLine(node, line string) {
+	var entry struct {
+		Level string `json:"level"`
+		Msg   string `json:"msg"`
+	}
+
+	if err := json.Unmarshal([]byte(line), &entry); err != nil || (entry.Level != "warn" && entry.Level != "error" && entry.Level != "fatal") {
+		return
+	}
+
+	o.mu.Lock()
+	o.etcdLines[node] = append(o.etcdLines[node], LogLine{At: o.log.Since(), Text: line})
+	o.mu.Unlock()
+
+	if entry.Level != "warn" {
+		o.log.Add(node, "log.etcd", entry.Level+": "+entry.Msg)
+	}
+}
+
+// EtcdLogs returns the warnings and errors received from a node's etcd log.
+func (o *Observer) EtcdLogs(node string) []LogLine {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+
+	return append([]LogLine(nil), o.etcdLines[node]...)
+}
+
+func (o *Observer) addLine(node, line string) {
+	// A multi-line message (go-retry's "N error(s) occurred:" list) continues on
+	// tab-indented lines: keep it one entry, as it was one log call.
+	if strings.HasPrefix(line, "\t") {
+		o.mu.Lock()
+		lines := o.lines[node]
+
+		if len(lines) > 0 {
+			lines[len(lines)-1].Text += "\n" + line
+			o.mu.Unlock()
+
+			return
+		}
+		o.mu.Unlock()
+	}
+
+	o.flushLine(node)
+
+	o.mu.Lock()
+	o.lines[node] = append(o.lines[node], LogLine{At: o.log.Since(), Text: stripTimestamp(line)})
+	o.pending[node] = true
+	o.mu.Unlock()
+}
+
+// flushLine records the node's last complete log entry as an event; an entry is
+// complete once the next one starts (or the stream ends).
+func (o *Observer) flushLine(node string) {
+	o.mu.Lock()
+	lines := o.lines[node]
+	pending := o.pending[node] && len(lines) > 0
+	o.pending[node] = false
+
+	var text string
+	if pending {
+		text = lines[len(lines)-1].Text
+	}
+	o.mu.Unlock()
+
+	if pending {
+		o.log.Add(node, "log.machined", text)
+	}
+}
+
+// stripTimestamp drops Go's standard "2006/01/02 15:04:05 " log prefix.
+func stripTimestamp(line string) string {
+	const layout = "2006/01/02 15:04:05 "
+
+	if len(line) > len(layout) {
+		if _, err := time.Parse(layout[:len(layout)-1], line[:len(layout)-1]); err == nil {
+			return line[len(layout):]
+		}
+	}
+
+	return line
+}

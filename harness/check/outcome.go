@@ -1,0 +1,95 @@
+package check
+
+import (
+	"github.com/talchaos/talchaos/harness/result"
+	"github.com/talchaos/talchaos/harness/target"
+)
+
+// Main is the cluster the outcome is about: the largest one the nodes report.
+func (o *Observation) Main() Cluster {
+	if cs := o.Clusters(); len(cs) > 0 {
+		return cs[0]
+	}
+
+	return Cluster{}
+}
+
+// Converged reports whether the control plane formed: one etcd cluster, every
+// control plane a voting member with etcd running and healthy, no node left in
+// maintenance.
+func (o *Observation) Converged() bool {
+	if len(o.Clusters()) != 1 {
+		return false
+	}
+
+	main := o.Main()
+
+	for _, n := range o.Ordered() {
+		if n.Mode != ModeConfigured {
+			return false
+		}
+
+		if n.Role != target.ControlPlane {
+			continue
+		}
+
+		m, ok := main.Member(n.Name, n.Address)
+		if !ok || m.IsLearner || !n.Etcd.Running() {
+			return false
+		}
+	}
+
+	return true
+}
+
+// Outcome summarises the final observation for the report.
+func (o *Observation) Outcome() result.Outcome {
+	main := o.Main()
+
+	out := result.Outcome{
+		Converged:          o.Converged(),
+		Voters:             main.Voters(),
+		Learners:           main.Learners(),
+		NodesInMaintenance: []string{},
+	}
+
+	for _, m := range main.Members {
+		name := m.Hostname
+		if name == "" {
+			name = "(unstarted)"
+		}
+
+		out.Members = append(out.Members, result.Member{ID: m.IDString(), Hostname: name, PeerURLs: m.PeerURLs, IsLearner: m.IsLearner})
+	}
+
+	for _, n := range o.Ordered() {
+		if n.Mode == ModeMaintenance {
+			out.NodesInMaintenance = append(out.NodesInMaintenance, n.Name)
+		}
+
+		no := result.NodeOutcome{Name: n.Name, Address: n.Address, Role: string(n.Role), Stage: n.Stage}
+		if n.Mode != ModeConfigured {
+			no.APIError = n.APIError
+			if no.Stage == "" {
+				no.Stage = n.Mode
+			}
+		}
+
+		if n.Etcd != nil {
+			no.EtcdState, no.EtcdMessage = n.Etcd.State, n.Etcd.Message
+
+			switch {
+			case n.Etcd.HealthUnknown:
+				no.EtcdHealth = "?"
+			case n.Etcd.Healthy:
+				no.EtcdHealth = "OK"
+			default:
+				no.EtcdHealth = "Fail: " + n.Etcd.HealthMessage
+			}
+		}
+
+		out.Nodes = append(out.Nodes, no)
+	}
+
+	return out
+}

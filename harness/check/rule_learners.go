@@ -1,0 +1,263 @@
+package check
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/talchaos/talchaos/harness/result"
+)
+
+// Exact etcd texts (TALOS-FIDELITY.md §2) the rules look for.
+const (
+	errTooManyLearners = "etcdserver: too many learner members in cluster"
+	errLearnerNotReady = "etcdserver: can only promote a learner member which is in sync with leader"
+	errPeerURLExists   = "etcdserver: Peer URLs already exists"
+	errLearnerRPC      = "etcdserver: rpc not supported for learner"
+)
+
+// blockedLong is how long (Talos time) a refused join must have lasted to count:
+// a joiner refused while the previous learner is promoted is normal.
+const blockedLong = 2 * time.Minute
+
+// tooManyLearners: a control plane was refused because the learner slot was
+// taken (talos #5350, seed 000): for good when it is still not a member, or for
+// long before it finally got in.
+func tooManyLearners(ev *Evidence) []result.Diagnosis {
+	var out []result.Diagnosis
+
+	main := ev.Final.Main()
+
+	for _, n := range ev.controlPlanes() {
+		line, ok := ev.firstLine(n.Name, errTooManyLearners)
+		if !ok {
+			continue
+		}
+
+		if _, member := main.Member(n.Name, n.Address); member {
+			blocked := ev.slotTaken(n.Name, line.At)
+			if blocked < ev.talos(blockedLong) {
+				continue
+			}
+
+			out = append(out, diag("too-many-learners", n.Name,
+				fmt.Sprintf("%s was refused by etcd for %s until the learner slot was freed", n.Name, seconds(blocked)),
+				line.Text, line.At))
+
+			continue
+		}
+
+		state := "unknown"
+		if n.Etcd != nil {
+			state = n.Etcd.State + " " + n.Etcd.Message
+		}
+
+		out = append(out, diag("too-many-learners", n.Name,
+			fmt.Sprintf("%s cannot join etcd: the cluster already has %d learner(s), the limit; its etcd service is %s", n.Name, main.Learners(), state),
+			line.Text, line.At))
+	}
+
+	return out
+}
+
+// slotTaken is how long after a refusal at `at` another learner kept the slot
+// that node was waiting for: until that learner's promotion, or until node got
+// in itself.
+func (ev *Evidence) slotTaken(node string, at time.Duration) time.Duration {
+	joined, ok := ev.LearnerSince(node)
+	if !ok {
+		joined = ev.Now
+	}
+
+	until := at
+
+	for _, o := range ev.controlPlanes() {
+		since, ok := ev.LearnerSince(o.Name)
+		if o.Name == node || !ok || since > at {
+			continue
+		}
+
+		end, promoted := ev.PromotedAt(o.Name)
+		if !promoted || end > joined {
+			end = joined
+		}
+
+		until = max(until, end)
+	}
+
+	return until - at
+}
+
+// learnerNotPromoted: a learner whose 10-minute promote window has passed stays
+// a learner for good; nothing in Talos retries (talos #5794, #7903, seed 000).
+func learnerNotPromoted(ev *Evidence) []result.Diagnosis {
+	var out []result.Diagnosis
+
+	for _, m := range ev.Final.Main().Members {
+		if !m.IsLearner || m.Hostname == "" {
+			continue
+		}
+
+		since, seen := ev.LearnerSince(m.Hostname)
+		line, failed := ev.lastLine(m.Hostname, "failed promoting member")
+
+		if !failed && (!seen || ev.Now-since < ev.PromoteWindow) {
+			continue
+		}
+
+		evidence := fmt.Sprintf("learner since %s, promote window %s", seconds(since), seconds(ev.PromoteWindow))
+		at := ev.Now
+
+		if failed {
+			evidence = line.Text
+			at = line.At
+		}
+
+		out = append(out, diag("learner-not-promoted", m.Hostname,
+			fmt.Sprintf("member %s (%s) is a learner whose promotion window has closed; it will never be promoted%s",
+				m.IDString(), m.Hostname, syncNote(ev, m.Hostname)),
+			evidence, at))
+	}
+
+	return out
+}
+
+// refusedLong is how long (Talos time) the leader must have kept refusing a
+// learner's promotion to count: the first attempts come before any learner has
+// caught up, in every healthy join.
+const refusedLong = 30 * time.Second
+
+// learnerNotSynced: the leader kept refusing to promote a learner that was
+// behind (talos #5350, #13710): "rejecting promote learner: learner is not
+// ready" in its etcd log, which names no member, so it is attributed to the
+// node that was a learner at that moment.
+func learnerNotSynced(ev *Evidence) []result.Diagnosis {
+	var out []result.Diagnosis
+
+	for _, n := range ev.controlPlanes() {
+		refusals := ev.leaderRefusals(n.Name)
+		if len(refusals) == 0 {
+			continue
+		}
+
+		first, last := refusals[0], refusals[len(refusals)-1]
+		if last.At-first.At < ev.talos(refusedLong) {
+			continue
+		}
+
+		out = append(out, diag("learner-not-synced", n.Name,
+			fmt.Sprintf("%s's promotion was refused for %s while its etcd learner was not in sync with the leader%s",
+				n.Name, seconds(last.At-first.At), syncNote(ev, n.Name)),
+			last.Text, last.At))
+	}
+
+	return out
+}
+
+// leaderRefusals lists, in time order, the "learner is not ready" refusals in
+// any etcd log while node was a learner.
+func (ev *Evidence) leaderRefusals(node string) []LogLine {
+	since, ok := ev.LearnerSince(node)
+	if !ok {
+		return nil
+	}
+
+	until, promoted := ev.PromotedAt(node)
+
+	var out []LogLine
+
+	for _, o := range ev.Final.Ordered() {
+		for _, l := range ev.EtcdLogs(o.Name) {
+			if !strings.Contains(l.Text, "rejecting promote learner: learner is not ready") || l.At < since || (promoted && l.At > until) {
+				continue
+			}
+
+			out = append(out, LogLine{At: l.At, Text: o.Name + " etcd: " + etcdSummary(l.Text)})
+		}
+	}
+
+	sort.Slice(out, func(i, j int) bool { return out[i].At < out[j].At })
+
+	return out
+}
+
+// etcdSummary turns an etcd JSON log line into "msg (key value, ...)".
+func etcdSummary(line string) string {
+	var entry map[string]any
+	if err := json.Unmarshal([]byte(line), &entry); err != nil {
+		return line
+	}
+
+	msg, _ := entry["msg"].(string) //nolint:errcheck
+
+	var extra []string
+
+	for k, v := range entry {
+		switch k {
+		case "level", "ts", "msg", "caller", "stacktrace", "logger":
+			continue
+		}
+
+		extra = append(extra, fmt.Sprintf("%s %v", k, v))
+	}
+
+	sort.Strings(extra)
+
+	if len(extra) == 0 {
+		return msg
+	}
+
+	return msg + " (" + strings.Join(extra, ", ") + ")"
+}
+
+// staleLearner: a learner that was added but never started (empty name) blocks
+// every later join, and no node is going to start it.
+func staleLearner(ev *Evidence) []result.Diagnosis {
+	var out []result.Diagnosis
+
+	for _, m := range ev.Final.Main().Members {
+		if !m.IsLearner || m.Hostname != "" {
+			continue
+		}
+
+		owner := ""
+
+		for _, n := range ev.Final.Ordered() {
+			for _, u := range m.PeerURLs {
+				if hostOf(u) == n.Address {
+					owner = n.Name
+				}
+			}
+		}
+
+		out = append(out, diag("stale-learner", owner,
+			fmt.Sprintf("member %s %v was added as a learner but never started", m.IDString(), m.PeerURLs),
+			fmt.Sprintf("EtcdMemberList: id %s, hostname \"\", is_learner true, peer URLs %v", m.IDString(), m.PeerURLs), ev.Now))
+	}
+
+	return out
+}
+
+// syncNote describes how far a learner's etcd is behind the leader, from EtcdStatus.
+func syncNote(ev *Evidence, node string) string {
+	n := ev.Final.Nodes[node]
+	if n == nil || n.Status == nil {
+		return ""
+	}
+
+	var leader *EtcdStatus
+
+	for _, o := range ev.Final.Nodes {
+		if o.Status != nil && o.Status.MemberID == n.Status.Leader && n.Status.Leader != 0 {
+			leader = o.Status
+		}
+	}
+
+	if leader == nil || leader.RaftIndex == 0 {
+		return fmt.Sprintf(" (raft index %d)", n.Status.RaftIndex)
+	}
+
+	return fmt.Sprintf(" (raft applied index %d of the leader's %d)", n.Status.AppliedIndex, leader.RaftIndex)
+}

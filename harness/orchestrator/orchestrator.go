@@ -1,0 +1,135 @@
+// Package orchestrator holds the bootstrap strategies a scenario can run: the
+// careful one (resilient), the field scripts' (naive) and the user's own (exec).
+// They reach nodes only through the Talos API, like any real client.
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/siderolabs/talos/pkg/machinery/client"
+	clientconfig "github.com/siderolabs/talos/pkg/machinery/client/config"
+
+	"github.com/talchaos/talchaos/harness/eventlog"
+	"github.com/talchaos/talchaos/harness/scenario"
+	"github.com/talchaos/talchaos/harness/talosclient"
+	"github.com/talchaos/talchaos/harness/target"
+)
+
+// Orchestrator bootstraps a cluster.
+type Orchestrator interface {
+	Name() string
+	Run(ctx context.Context, env *Env) error
+}
+
+// Env is what an orchestrator gets: the nodes and their configs, the talosconfig,
+// the node to bootstrap, the event log, and the time scale for its own waits.
+type Env struct {
+	Nodes         []target.Node
+	Talosconfig   *clientconfig.Config
+	BootstrapNode string
+	Log           *eventlog.Log
+	// Scale divides Talos-time intervals (a 5 s poll at scale 60 is 83 ms).
+	Scale float64
+	// Faults, when set, puts the target's client-side API faults into every
+	// client the orchestrator opens.
+	Faults target.ClientFaults
+}
+
+// New returns the orchestrator the scenario's orchestrator block names.
+func New(o scenario.Orchestrator) (Orchestrator, error) {
+	switch o.Name {
+	case "resilient", "":
+		return &Resilient{}, nil
+	case "naive":
+		return &Naive{RetryApply: o.RetryApply, BootstrapNodes: slices.Clone(o.BootstrapNodes)}, nil
+	case "exec":
+		if len(o.Command) == 0 || o.Command[0] == "" {
+			return nil, errors.New("the exec orchestrator needs a command")
+		}
+
+		return &Exec{Command: slices.Clone(o.Command)}, nil
+	}
+
+	return nil, fmt.Errorf("orchestrator %q is not available", o.Name)
+}
+
+// d scales a Talos-time interval, never below 20 ms.
+func (e *Env) d(talos time.Duration) time.Duration {
+	scale := e.Scale
+	if scale < 1 {
+		scale = 1
+	}
+
+	return max(time.Duration(float64(talos)/scale), 20*time.Millisecond)
+}
+
+func (e *Env) node(name string) (target.Node, bool) {
+	for _, n := range e.Nodes {
+		if n.Name == name {
+			return n, true
+		}
+	}
+
+	return target.Node{}, false
+}
+
+func (e *Env) controlPlanes() []target.Node {
+	var out []target.Node
+
+	for _, n := range e.Nodes {
+		if n.Role == target.ControlPlane {
+			out = append(out, n)
+		}
+	}
+
+	return out
+}
+
+// call records one API call and its outcome in the event log.
+func (e *Env) call(node, what string, err error) {
+	if err != nil {
+		e.Log.Add(node, "orchestrator.error", fmt.Sprintf("%s %s: %s", what, node, err))
+
+		return
+	}
+
+	e.Log.Add(node, "orchestrator.call", fmt.Sprintf("%s %s: ok", what, node))
+}
+
+func (e *Env) step(msg string) { e.Log.Add("", "orchestrator.step", msg) }
+
+// secure opens a talosconfig client to the node; the caller closes it.
+func (e *Env) secure(ctx context.Context, n target.Node) (*client.Client, error) {
+	return talosclient.WithConfig(ctx, e.Talosconfig, n.Endpoint, talosclient.ForNode(n, e.Faults)...)
+}
+
+// insecure opens a maintenance client to the node; the caller closes it.
+func (e *Env) insecure(ctx context.Context, n target.Node) (*client.Client, error) {
+	return talosclient.Insecure(ctx, n.Endpoint, talosclient.ForNode(n, e.Faults)...)
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+
+	return strings.TrimSpace(err.Error())
+}

@@ -1,0 +1,465 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/siderolabs/talos/pkg/machinery/api/machine"
+	"github.com/siderolabs/talos/pkg/machinery/client"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/talchaos/talchaos/harness/target"
+)
+
+// Resilient is a careful bootstrap: preflight every node, apply per node with
+// exponential backoff (stop on InvalidArgument; after an ambiguous failure check
+// whether the node already left maintenance before retrying), verify every node
+// left maintenance, bootstrap exactly one node once, wait for every control plane
+// to be a voter, then for etcd to be healthy everywhere.
+type Resilient struct{}
+
+// Name implements Orchestrator.
+func (*Resilient) Name() string { return "resilient" }
+
+// ErrConfigInvalid stops the run: retrying an invalid config cannot help.
+var ErrConfigInvalid = errors.New("configuration rejected as invalid")
+
+// Run implements Orchestrator.
+func (r *Resilient) Run(ctx context.Context, env *Env) error {
+	env.step("preflight: wait for every node's API")
+
+	configured := map[string]bool{}
+
+	for _, n := range env.Nodes {
+		done, err := r.preflight(ctx, env, n)
+		if err != nil {
+			return err
+		}
+
+		configured[n.Name] = done
+	}
+
+	env.step("apply the machine configuration to every node in maintenance")
+
+	for _, n := range env.Nodes {
+		if configured[n.Name] {
+			env.Log.Add(n.Name, "orchestrator.skip", n.Name+" already left maintenance")
+
+			continue
+		}
+
+		if err := r.apply(ctx, env, n); err != nil {
+			return err
+		}
+	}
+
+	env.step("verify every node left maintenance")
+
+	for _, n := range env.Nodes {
+		if err := r.waitConfigured(ctx, env, n); err != nil {
+			return err
+		}
+	}
+
+	boot, ok := env.node(env.BootstrapNode)
+	if !ok {
+		return fmt.Errorf("bootstrap node %q is not in the cluster", env.BootstrapNode)
+	}
+
+	env.step("bootstrap etcd on " + boot.Name)
+
+	if err := r.bootstrap(ctx, env, boot); err != nil {
+		return err
+	}
+
+	env.step("wait for every control plane to be an etcd voter")
+
+	if err := r.waitVoters(ctx, env, boot); err != nil {
+		return err
+	}
+
+	env.step("wait for etcd to be healthy on every control plane")
+
+	return r.waitHealthy(ctx, env)
+}
+
+func (r *Resilient) callTimeout(env *Env) time.Duration {
+	return max(env.d(30*time.Second), 2*time.Second)
+}
+
+// preflight waits until the node answers; it reports whether the node already
+// has a config (the insecure client is refused with "certificate required" and
+// the talosconfig client works).
+func (r *Resilient) preflight(ctx context.Context, env *Env, n target.Node) (bool, error) {
+	ins, err := env.insecure(ctx, n)
+	if err != nil {
+		return false, err
+	}
+	defer ins.Close() //nolint:errcheck
+
+	sec, err := env.secure(ctx, n)
+	if err != nil {
+		return false, err
+	}
+	defer sec.Close() //nolint:errcheck
+
+	for {
+		callCtx, cancel := context.WithTimeout(ctx, r.callTimeout(env))
+		_, err := ins.Disks(callCtx)
+
+		if err == nil {
+			cancel()
+			env.call(n.Name, "Disks (insecure preflight)", nil)
+
+			return false, nil
+		}
+
+		if strings.Contains(err.Error(), "tls: certificate required") {
+			_, serr := sec.Version(callCtx)
+			cancel()
+
+			if serr == nil {
+				return true, nil
+			}
+		} else {
+			cancel()
+		}
+
+		if serr := sleep(ctx, env.d(2*time.Second)); serr != nil {
+			return false, fmt.Errorf("preflight %s: %w (last error: %s)", n.Name, serr, errText(err))
+		}
+	}
+}
+
+// apply sends the config with exponential backoff.
+func (r *Resilient) apply(ctx context.Context, env *Env, n target.Node) error {
+	backoff := env.d(time.Second)
+
+	for attempt := 1; ; attempt++ {
+		err := r.applyOnce(ctx, env, n)
+		if err == nil {
+			return nil
+		}
+
+		if status.Code(err) == codes.InvalidArgument {
+			return fmt.Errorf("%w: %s: %s", ErrConfigInvalid, n.Name, status.Convert(err).Message())
+		}
+
+		// Ambiguous failure: the config may have been applied, and the node then
+		// leaves maintenance within seconds. Watch for that before sending the
+		// config again (a resend through the insecure client would only be told
+		// "tls: certificate required").
+		if r.leavesMaintenance(ctx, env, n) {
+			env.Log.Add(n.Name, "orchestrator.recovered", n.Name+" left maintenance although the apply call failed: treating it as applied")
+
+			return nil
+		}
+
+		if err := sleep(ctx, backoff); err != nil {
+			return fmt.Errorf("apply %s: gave up after %d attempts: %w", n.Name, attempt, err)
+		}
+
+		backoff = min(backoff*2, env.d(30*time.Second))
+	}
+}
+
+func (r *Resilient) applyOnce(ctx context.Context, env *Env, n target.Node) error {
+	ins, err := env.insecure(ctx, n)
+	if err != nil {
+		return err
+	}
+	defer ins.Close() //nolint:errcheck
+
+	callCtx, cancel := context.WithTimeout(ctx, r.callTimeout(env))
+	defer cancel()
+
+	_, err = ins.ApplyConfiguration(callCtx, &machine.ApplyConfigurationRequest{Data: n.Config, Mode: machine.ApplyConfigurationRequest_AUTO})
+	env.call(n.Name, "ApplyConfiguration", err)
+
+	return err
+}
+
+// leavesMaintenance watches, for a few seconds of Talos time, whether the node
+// switches to mutual TLS after an apply whose outcome is unknown.
+func (r *Resilient) leavesMaintenance(ctx context.Context, env *Env, n target.Node) bool {
+	deadline := time.Now().Add(env.d(10 * time.Second))
+
+	for {
+		if left, _ := r.leftMaintenance(ctx, env, n); left {
+			return true
+		}
+
+		if time.Now().After(deadline) || sleep(ctx, env.d(time.Second)) != nil {
+			return false
+		}
+	}
+}
+
+// leftMaintenance asks the node with the talosconfig client.
+func (r *Resilient) leftMaintenance(ctx context.Context, env *Env, n target.Node) (bool, error) {
+	sec, err := env.secure(ctx, n)
+	if err != nil {
+		return false, err
+	}
+	defer sec.Close() //nolint:errcheck
+
+	callCtx, cancel := context.WithTimeout(ctx, r.callTimeout(env))
+	defer cancel()
+
+	_, err = sec.Version(callCtx)
+
+	return err == nil, err
+}
+
+// waitConfigured polls until the node answers the talosconfig client.
+func (r *Resilient) waitConfigured(ctx context.Context, env *Env, n target.Node) error {
+	var last error
+
+	for {
+		left, err := r.leftMaintenance(ctx, env, n)
+		if left {
+			env.call(n.Name, "Version (left maintenance)", nil)
+
+			return nil
+		}
+
+		if errText(err) != errText(last) {
+			env.call(n.Name, "Version (left maintenance?)", err)
+		}
+
+		last = err
+
+		if err := sleep(ctx, env.d(2*time.Second)); err != nil {
+			return fmt.Errorf("%s did not leave maintenance: %s", n.Name, errText(last))
+		}
+	}
+}
+
+// bootstrap calls Bootstrap on one node until it is accepted; AlreadyExists
+// means an earlier call whose reply was lost already did it.
+func (r *Resilient) bootstrap(ctx context.Context, env *Env, n target.Node) error {
+	sec, err := env.secure(ctx, n)
+	if err != nil {
+		return err
+	}
+	defer sec.Close() //nolint:errcheck
+
+	for {
+		callCtx, cancel := context.WithTimeout(ctx, r.callTimeout(env))
+		err := sec.Bootstrap(callCtx, &machine.BootstrapRequest{})
+
+		cancel()
+		env.call(n.Name, "Bootstrap", err)
+
+		switch status.Code(err) {
+		case codes.OK, codes.AlreadyExists:
+			return nil
+		case codes.InvalidArgument, codes.Unimplemented, codes.PermissionDenied:
+			return fmt.Errorf("bootstrap %s: %w", n.Name, err)
+		}
+
+		if err := sleep(ctx, env.d(5*time.Second)); err != nil {
+			return fmt.Errorf("bootstrap %s: %w", n.Name, err)
+		}
+	}
+}
+
+// Learners the resilient orchestrator stops waiting for (Talos time).
+const (
+	// staleAfter: Talos starts etcd seconds after adding its learner; an unnamed
+	// learner older than this will never start (its node crashed, was wiped, or
+	// lost the add reply) and blocks every later join.
+	staleAfter = 2 * time.Minute
+	// stuckAfter: past the 10-minute promote window a learner is never promoted.
+	stuckAfter = 11 * time.Minute
+)
+
+// waitVoters polls the member list until every control plane is a voting
+// member, removing stale learners and re-joining nodes whose learner can no
+// longer be promoted.
+func (r *Resilient) waitVoters(ctx context.Context, env *Env, boot target.Node) error {
+	sec, err := env.secure(ctx, boot)
+	if err != nil {
+		return err
+	}
+	defer sec.Close() //nolint:errcheck
+
+	want := make([]string, 0)
+	for _, n := range env.controlPlanes() {
+		want = append(want, n.Name)
+	}
+
+	last := ""
+	learnerSince := map[uint64]time.Time{}
+	handled := map[uint64]bool{}
+
+	for {
+		callCtx, cancel := context.WithTimeout(ctx, r.callTimeout(env))
+		resp, err := sec.EtcdMemberList(callCtx, &machine.EtcdMemberListRequest{})
+
+		cancel()
+
+		state := errText(err)
+
+		if err == nil {
+			var voters, learners []string
+
+			members := resp.GetMessages()[0].GetMembers()
+
+			for _, m := range members {
+				name := m.GetHostname()
+				if name == "" {
+					name = "(unstarted)"
+				}
+
+				if !m.GetIsLearner() {
+					voters = append(voters, name)
+
+					continue
+				}
+
+				learners = append(learners, name)
+
+				if _, ok := learnerSince[m.GetId()]; !ok {
+					learnerSince[m.GetId()] = time.Now()
+				}
+
+				if !handled[m.GetId()] {
+					if done := r.unblock(ctx, env, sec, m, time.Since(learnerSince[m.GetId()])); done {
+						handled[m.GetId()] = true
+					}
+				}
+			}
+
+			missing := slices.DeleteFunc(slices.Clone(want), func(s string) bool { return slices.Contains(voters, s) })
+			if len(missing) == 0 {
+				env.Log.Add(boot.Name, "orchestrator.voters", "all control planes are voters: "+strings.Join(voters, ", "))
+
+				return nil
+			}
+
+			state = fmt.Sprintf("voters [%s] learners [%s] waiting for [%s]", strings.Join(voters, " "), strings.Join(learners, " "), strings.Join(missing, " "))
+		}
+
+		if state != last {
+			env.Log.Add(boot.Name, "orchestrator.wait", state)
+			last = state
+		}
+
+		if err := sleep(ctx, env.d(5*time.Second)); err != nil {
+			return fmt.Errorf("not every control plane became an etcd voter: %s", last)
+		}
+	}
+}
+
+// unblock deals with a learner that is in the way; it reports whether it acted.
+//   - unnamed (never started) for longer than staleAfter: remove it; its node's
+//     join loop adds itself again.
+//   - named, a learner for longer than stuckAfter: its promote window is over.
+//     Remove it and wipe its node's EPHEMERAL partition (etcd data, config kept),
+//     so the node reboots and joins afresh with a new promote window.
+func (r *Resilient) unblock(ctx context.Context, env *Env, sec *client.Client, m *machine.EtcdMember, age time.Duration) bool {
+	id := fmt.Sprintf("%016x", m.GetId())
+
+	switch {
+	case m.GetHostname() == "" && age > env.d(staleAfter):
+		err := r.removeMember(ctx, env, sec, m)
+		env.call(env.BootstrapNode, "EtcdRemoveMemberByID "+id+" (stale learner "+strings.Join(m.GetPeerUrls(), ",")+")", err)
+
+		return err == nil
+	case m.GetHostname() != "" && age > env.d(stuckAfter):
+		node, ok := env.node(m.GetHostname())
+		if !ok {
+			return false
+		}
+
+		err := r.removeMember(ctx, env, sec, m)
+		env.call(env.BootstrapNode, "EtcdRemoveMemberByID "+id+" (learner "+node.Name+" past its promote window)", err)
+
+		if err != nil {
+			return false
+		}
+
+		nc, err := env.secure(ctx, node)
+		if err != nil {
+			return false
+		}
+		defer nc.Close() //nolint:errcheck
+
+		callCtx, cancel := context.WithTimeout(ctx, r.callTimeout(env))
+		defer cancel()
+
+		_, err = nc.ResetGenericWithResponse(callCtx, &machine.ResetRequest{
+			Graceful:               false,
+			Reboot:                 true,
+			SystemPartitionsToWipe: []*machine.ResetPartitionSpec{{Label: "EPHEMERAL", Wipe: true}},
+		})
+		env.call(node.Name, "Reset (wipe EPHEMERAL, reboot, re-join)", err)
+
+		return true
+	}
+
+	return false
+}
+
+func (r *Resilient) removeMember(ctx context.Context, env *Env, sec *client.Client, m *machine.EtcdMember) error {
+	callCtx, cancel := context.WithTimeout(ctx, r.callTimeout(env))
+	defer cancel()
+
+	return sec.EtcdRemoveMemberByID(callCtx, &machine.EtcdRemoveMemberByIDRequest{MemberId: m.GetId()})
+}
+
+// waitHealthy polls ServiceList until etcd is Running and healthy on every control plane.
+func (r *Resilient) waitHealthy(ctx context.Context, env *Env) error {
+	for _, n := range env.controlPlanes() {
+		sec, err := env.secure(ctx, n)
+		if err != nil {
+			return err
+		}
+
+		err = func() error {
+			defer sec.Close() //nolint:errcheck
+
+			last := ""
+
+			for {
+				callCtx, cancel := context.WithTimeout(ctx, r.callTimeout(env))
+				resp, err := sec.ServiceList(callCtx)
+
+				cancel()
+
+				last = errText(err)
+
+				if err == nil {
+					for _, s := range resp.GetMessages()[0].GetServices() {
+						if s.GetId() != "etcd" {
+							continue
+						}
+
+						if s.GetState() == "Running" && s.GetHealth().GetHealthy() {
+							return nil
+						}
+
+						last = fmt.Sprintf("etcd %s, health: %s", s.GetState(), s.GetHealth().GetLastMessage())
+					}
+				}
+
+				if err := sleep(ctx, env.d(5*time.Second)); err != nil {
+					return fmt.Errorf("etcd on %s is not healthy: %s", n.Name, last)
+				}
+			}
+		}()
+		if err != nil {
+			return err
+		}
+	}
+
+	env.Log.Add("", "orchestrator.done", "etcd is healthy on every control plane")
+
+	return nil
+}

@@ -1,0 +1,216 @@
+package real
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"slices"
+	"sync"
+
+	"github.com/Shopify/toxiproxy/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+	clientconfig "github.com/siderolabs/talos/pkg/machinery/client/config"
+	"google.golang.org/grpc"
+
+	"github.com/talchaos/talchaos/harness/netfault"
+	"github.com/talchaos/talchaos/harness/scenario"
+	"github.com/talchaos/talchaos/harness/target"
+)
+
+// Target runs scenarios against the nodes of an inventory.
+type Target struct {
+	Inventory *Inventory
+	// AllowDestructive permits faults that reboot, power off or wipe nodes.
+	AllowDestructive bool
+}
+
+// Name implements target.Target.
+func (*Target) Name() string { return "real" }
+
+// Capabilities implements target.Target. Which faults of each family work
+// depends on the inventory; CheckFault says so per fault before anything starts.
+func (*Target) Capabilities() []target.Capability {
+	return []target.Capability{target.Network, target.API, target.Process, target.Partition}
+}
+
+// destructive are the fault kinds that disrupt a real node beyond the run.
+var destructive = []string{"reboot", "power-off", "wipe-etcd", "reset-node", "isolate", "crash-etcd", "pause-etcd"}
+
+// CheckFault implements target.FaultChecker: the real target can only put
+// network faults on the Talos API path (its own proxy), intercept the engine's
+// own Talos API calls, and drive power and NICs through the node's provider.
+func (t *Target) CheckFault(kind, node, port, rpc string) error {
+	if slices.Contains(destructive, kind) && !t.AllowDestructive {
+		return fmt.Errorf("%s is destructive on a real cluster: pass --allow-destructive to run it", kind)
+	}
+
+	n, ok := t.Inventory.Node(node)
+
+	switch kind {
+	case "latency", "bandwidth", "blackhole", "reset", "slow-close":
+		if port != string(target.PortTalosAPI) {
+			return fmt.Errorf("on real nodes network faults act only on the Talos API path (port talos-api), not %s", port)
+		}
+	case "api-fail", "api-drop-reply", "api-delay":
+		if rpc != "ApplyConfiguration" && rpc != "Bootstrap" {
+			return fmt.Errorf("on real nodes only talchaos's own ApplyConfiguration and Bootstrap calls can be intercepted, not %s", rpc)
+		}
+	case "power-off", "isolate":
+		if !ok || (n.Proxmox == nil && n.QEMU == nil) {
+			return fmt.Errorf("%s needs a power/NIC provider (proxmox or qemu) for node %s in the inventory", kind, node)
+		}
+	case "reboot", "wipe-etcd", "reset-node":
+		// Through the Talos API (or the provider for reboot).
+	default:
+		return fmt.Errorf("%s cannot be injected on real nodes", kind)
+	}
+
+	return nil
+}
+
+// Provision implements target.Target: it reaches the inventory's nodes, which
+// must be the scenario's (cp1..cpN, w1..wM), and puts a proxy in front of each
+// Talos API for API-path faults. Nothing on the nodes is changed.
+func (t *Target) Provision(ctx context.Context, sc *scenario.Scenario, _ target.Options) (target.Cluster, error) {
+	inv := t.Inventory
+
+	for _, name := range sc.Cluster.NodeNames() {
+		n, ok := inv.Node(name)
+		if !ok {
+			return nil, fmt.Errorf("the scenario needs node %s, which the inventory does not list", name)
+		}
+
+		want := "worker"
+		if scenario.IsControlPlane(name) {
+			want = "controlplane"
+		}
+
+		if n.Role != want {
+			return nil, fmt.Errorf("inventory node %s is a %s, the scenario needs a %s", name, n.Role, want)
+		}
+	}
+
+	cfg, err := clientconfig.Open(inv.path(inv.Talosconfig))
+	if err != nil {
+		return nil, fmt.Errorf("talosconfig: %w", err)
+	}
+
+	c := &Cluster{inv: inv, talosconfig: cfg, proxies: map[string]*toxiproxy.Proxy{}, client: newClientFaults()}
+
+	server := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop())
+
+	for _, name := range sc.Cluster.NodeNames() {
+		in, _ := inv.Node(name)
+
+		config, err := os.ReadFile(inv.path(in.Config))
+		if err != nil {
+			c.Close() //nolint:errcheck
+
+			return nil, fmt.Errorf("node %s config: %w", name, err)
+		}
+
+		direct := in.Endpoint
+		if direct == "" {
+			direct = net.JoinHostPort(in.Address, "50000")
+		}
+
+		p := toxiproxy.NewProxy(server, name+"-talos-api", "127.0.0.1:0", direct)
+		if err := p.Start(); err != nil {
+			c.Close() //nolint:errcheck
+
+			return nil, fmt.Errorf("node %s API proxy: %w", name, err)
+		}
+
+		c.proxies[name] = p
+
+		role := target.Worker
+		if in.Role == "controlplane" {
+			role = target.ControlPlane
+		}
+
+		c.nodes = append(c.nodes, target.Node{
+			Name: name, Role: role, Address: in.Address,
+			Endpoint: p.Listen, DirectEndpoint: direct, ServerName: in.Address,
+			Config: config,
+		})
+	}
+
+	if c.power, err = newPower(ctx, inv); err != nil {
+		c.Close() //nolint:errcheck
+
+		return nil, err
+	}
+
+	return c, nil
+}
+
+// Cluster is a provisioned real cluster.
+type Cluster struct {
+	inv         *Inventory
+	talosconfig *clientconfig.Config
+	nodes       []target.Node
+	proxies     map[string]*toxiproxy.Proxy
+	client      *clientFaults
+	power       *power
+
+	closeOnce sync.Once
+}
+
+// Secrets implements target.SecretHolder.
+func (c *Cluster) Secrets() []string {
+	if c.power == nil {
+		return nil
+	}
+
+	return slices.Clone(c.power.secrets)
+}
+
+// Nodes implements target.Cluster.
+func (c *Cluster) Nodes() []target.Node { return slices.Clone(c.nodes) }
+
+// Talosconfig implements target.Cluster.
+func (c *Cluster) Talosconfig() *clientconfig.Config { return c.talosconfig }
+
+// Close stops the proxies and the providers' connections; the nodes are left as they are.
+func (c *Cluster) Close() error {
+	var err error
+
+	c.closeOnce.Do(func() {
+		for _, p := range c.proxies {
+			p.Stop()
+		}
+
+		if c.power != nil {
+			err = c.power.close()
+		}
+	})
+
+	return err
+}
+
+// AddToxic implements target.Toxics on the Talos API path.
+func (c *Cluster) AddToxic(_ context.Context, node string, port target.Port, t target.Toxic) (func() error, error) {
+	if port != target.PortTalosAPI {
+		return nil, errors.New("only the Talos API path can be impaired on real nodes")
+	}
+
+	p, ok := c.proxies[node]
+	if !ok {
+		return nil, fmt.Errorf("unknown node %q", node)
+	}
+
+	return netfault.AddToxic(p, t)
+}
+
+// InterceptAPI implements target.APIFaults on the client side.
+func (c *Cluster) InterceptAPI(_ context.Context, node string, f target.APIFault) (target.Heal, error) {
+	return c.client.add(node, f)
+}
+
+// ClientDialOptions implements target.ClientFaults.
+func (c *Cluster) ClientDialOptions(node string) []grpc.DialOption {
+	return []grpc.DialOption{grpc.WithChainUnaryInterceptor(c.client.interceptor(node))}
+}

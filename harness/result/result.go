@@ -1,0 +1,107 @@
+// Package result holds the outcome of one run: what the report writers serialise.
+// Its JSON form is the report.json contract (schema talchaos.report/v1, DESIGN.md).
+package result
+
+import "github.com/talchaos/talchaos/harness/eventlog"
+
+// Schema is the report schema identifier.
+const Schema = "talchaos.report/v1"
+
+// Verdicts.
+const (
+	Pass  = "pass"  // the scenario's expect block held
+	Fail  = "fail"  // it did not
+	Error = "error" // the harness could not run the scenario
+)
+
+// Result is one run of one scenario.
+type Result struct {
+	Schema     string           `json:"schema"`
+	Scenario   string           `json:"scenario"`
+	File       string           `json:"file,omitempty"`
+	Target     string           `json:"target"`
+	Seed       int64            `json:"seed"`
+	Talos      string           `json:"talos"`
+	TimeScale  float64          `json:"timeScale,omitempty"`
+	Verdict    string           `json:"verdict"`
+	Error      string           `json:"error,omitempty"`
+	Outcome    Outcome          `json:"outcome"`
+	Checks     []Check          `json:"checks"`
+	Diagnoses  []Diagnosis      `json:"diagnoses"`
+	Faults     []Fault          `json:"faults"`
+	Events     []eventlog.Event `json:"events"`
+	StartedAt  string           `json:"startedAt"`
+	DurationMs int64            `json:"durationMs"`
+	Replay     string           `json:"replay"`
+}
+
+// Outcome is the final observed state of the cluster.
+type Outcome struct {
+	Converged          bool     `json:"converged"`
+	Voters             int      `json:"voters"`
+	Learners           int      `json:"learners"`
+	NodesInMaintenance []string `json:"nodesInMaintenance"`
+	// Members is the final member list as the nodes report it (name or "(unstarted)", learner flag).
+	Members []Member `json:"members,omitempty"`
+	// Nodes is the final per-node view.
+	Nodes []NodeOutcome `json:"nodes,omitempty"`
+	// Promotions are the learners seen during the run and when they were promoted.
+	Promotions []Promotion `json:"promotions,omitempty"`
+}
+
+// Promotion is one node's time as a learner. PromotedMs is -1 when it never was.
+type Promotion struct {
+	Node       string `json:"node"`
+	LearnerMs  int64  `json:"learnerMs"`
+	PromotedMs int64  `json:"promotedMs"`
+	// WaitTalos is the wait in Talos time (wall time × time scale), e.g. "45s".
+	WaitTalos string `json:"waitTalos,omitempty"`
+}
+
+// Member is one etcd member in the final state.
+type Member struct {
+	ID        string   `json:"id"`
+	Hostname  string   `json:"hostname"`
+	PeerURLs  []string `json:"peerURLs"`
+	IsLearner bool     `json:"isLearner"`
+}
+
+// NodeOutcome is one node's final state as seen through its Talos API.
+type NodeOutcome struct {
+	Name        string `json:"name"`
+	Address     string `json:"address"`
+	Role        string `json:"role"`
+	Stage       string `json:"stage"`
+	EtcdState   string `json:"etcdState,omitempty"`
+	EtcdMessage string `json:"etcdMessage,omitempty"`
+	EtcdHealth  string `json:"etcdHealth,omitempty"`
+	APIError    string `json:"apiError,omitempty"`
+}
+
+// Check is one expectation and whether it held.
+type Check struct {
+	Name     string `json:"name"`
+	Expected string `json:"expected"`
+	Actual   string `json:"actual"`
+	Passed   bool   `json:"passed"`
+}
+
+// Diagnosis names a failure with its evidence. Codes are a stable vocabulary (DESIGN.md).
+type Diagnosis struct {
+	Code     string `json:"code"`
+	Node     string `json:"node,omitempty"`
+	Message  string `json:"message"`
+	Evidence string `json:"evidence"`
+	TMs      int64  `json:"tMs"`
+}
+
+// Fault is one fault as it was scheduled and ran.
+type Fault struct {
+	Name    string `json:"name"`
+	Kind    string `json:"kind"`
+	Node    string `json:"node,omitempty"`
+	Trigger string `json:"trigger"`
+	StartMs int64  `json:"startMs"`
+	EndMs   int64  `json:"endMs"`
+	Error   string `json:"error,omitempty"`
+}

@@ -1,0 +1,413 @@
+// Package harness is the engine: it provisions a target, runs the orchestrator
+// and the fault schedule, observes the nodes through the Talos API, and judges
+// the outcome against the scenario's expectations. It never reaches behind the
+// Talos API and imports neither sim nor fakes.
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	clientconfig "github.com/siderolabs/talos/pkg/machinery/client/config"
+	"github.com/siderolabs/talos/pkg/machinery/config"
+	"github.com/siderolabs/talos/pkg/machinery/config/generate"
+
+	"github.com/talchaos/talchaos/harness/chaos"
+	"github.com/talchaos/talchaos/harness/check"
+	"github.com/talchaos/talchaos/harness/eventlog"
+	"github.com/talchaos/talchaos/harness/orchestrator"
+	"github.com/talchaos/talchaos/harness/result"
+	"github.com/talchaos/talchaos/harness/scenario"
+	"github.com/talchaos/talchaos/harness/secretbundle"
+	"github.com/talchaos/talchaos/harness/target"
+)
+
+// DefaultSettle is how long a run keeps observing after the orchestrator
+// returns when the scenario says nothing: a bit more than Talos's 20 s etcd
+// health check period.
+const DefaultSettle = 30 * time.Second
+
+// PromoteWindow is Talos's promote loop budget on every line (TALOS-FIDELITY.md §1).
+const PromoteWindow = 10 * time.Minute
+
+// InputError is a problem with the scenario or the command line (exit code 2).
+type InputError struct{ Err error }
+
+func (e *InputError) Error() string { return e.Err.Error() }
+func (e *InputError) Unwrap() error { return e.Err }
+
+// Options tune one run.
+type Options struct {
+	Target target.Target
+	Seed   int64
+	// Replay is the command that reproduces the run, recorded in the report.
+	Replay string
+	// OnEvent, when set, sees every event as it is recorded (progress output).
+	OnEvent func(eventlog.Event)
+	// ObserveInterval is the real-time polling interval; default 100 ms.
+	ObserveInterval time.Duration
+}
+
+// Run runs one scenario. It always returns a result; the error is non-nil when
+// the result is an error verdict, and is an *InputError for bad input.
+func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*result.Result, error) {
+	start := time.Now()
+	log := eventlog.New()
+	scrubber := &result.Scrubber{}
+	log.SetScrubber(scrubber.Scrub)
+
+	if opts.OnEvent != nil {
+		log.OnEvent(opts.OnEvent)
+	}
+
+	res := &result.Result{
+		Schema:    result.Schema,
+		Scenario:  sc.Name,
+		File:      sc.File,
+		Target:    opts.Target.Name(),
+		Seed:      opts.Seed,
+		Talos:     sc.Talos,
+		TimeScale: sc.TimeScale,
+		StartedAt: start.UTC().Format(time.RFC3339),
+		Replay:    opts.Replay,
+	}
+
+	finish := func(err error) (*result.Result, error) {
+		res.Events = log.Events()
+		res.DurationMs = time.Since(start).Milliseconds()
+
+		if err != nil {
+			res.Verdict = result.Error
+			res.Error = err.Error()
+		}
+
+		scrubber.ScrubResult(res)
+
+		return res, err
+	}
+
+	planned, err := chaos.Plan(sc, opts.Target, opts.Seed)
+	if err != nil {
+		return finish(&InputError{err})
+	}
+
+	orch, err := orchestrator.New(sc.Orchestrator)
+	if err != nil {
+		return finish(&InputError{sc.Errorf("orchestrator.name", "%s", err)})
+	}
+
+	log.Add("", "run.start", fmt.Sprintf("scenario %s on %s, seed %d, talos %s, time scale %g", sc.Name, opts.Target.Name(), opts.Seed, sc.Talos, sc.TimeScale))
+
+	cluster, err := opts.Target.Provision(ctx, sc, target.Options{Seed: opts.Seed})
+	if err != nil {
+		return finish(fmt.Errorf("provision %s: %w", opts.Target.Name(), err))
+	}
+
+	defer cluster.Close() //nolint:errcheck
+
+	scrubber.Add(secretsOf(cluster)...)
+
+	for _, n := range cluster.Nodes() {
+		log.Add(n.Name, "node.provisioned", fmt.Sprintf("%s %s, Talos API %s", n.Role, n.Address, n.Endpoint))
+	}
+
+	err = runCluster(ctx, sc, opts, orch, planned, cluster, log, res)
+
+	return finish(err)
+}
+
+func runCluster(ctx context.Context, sc *scenario.Scenario, opts Options, orch orchestrator.Orchestrator,
+	planned []chaos.Planned, cluster target.Cluster, log *eventlog.Log, res *result.Result,
+) error {
+	interval := opts.ObserveInterval
+	if interval == 0 {
+		interval = 100 * time.Millisecond
+	}
+
+	observer, err := check.NewObserver(ctx, cluster.Nodes(), cluster.Talosconfig(), log, interval)
+	if err != nil {
+		return fmt.Errorf("observer: %w", err)
+	}
+
+	defer observer.Close()
+
+	bgCtx, bgCancel := context.WithCancel(ctx)
+	defer bgCancel()
+
+	observed := make(chan struct{})
+
+	go func() {
+		defer close(observed)
+
+		observer.Run(bgCtx)
+	}()
+
+	schedule := chaos.NewSchedule(planned, cluster, log, sc.TimeScale)
+	scheduled := make(chan struct{})
+	observations := observer.Subscribe()
+
+	go func() {
+		defer close(scheduled)
+
+		schedule.Run(bgCtx, observations)
+	}()
+
+	talosconfig := cluster.Talosconfig()
+
+	if sc.Orchestrator.Talosconfig == "other-secrets" {
+		if talosconfig, err = foreignTalosconfig(cluster.Nodes()); err != nil {
+			return fmt.Errorf("talosconfig from other secrets: %w", err)
+		}
+
+		log.Add("", "orchestrator.talosconfig", "the orchestrator uses a talosconfig generated from other secrets")
+	}
+
+	// The orchestrator gets its own budget; the run ends when it returns or when
+	// the scenario's window closes.
+	within := sc.Expect.Within.Real(sc.TimeScale)
+
+	orchCtx, orchCancel := context.WithTimeout(ctx, min(sc.Orchestrator.Timeout.Real(sc.TimeScale), within))
+	defer orchCancel()
+
+	env := &orchestrator.Env{
+		Nodes:         cluster.Nodes(),
+		Talosconfig:   talosconfig,
+		BootstrapNode: sc.Orchestrator.BootstrapNode,
+		Log:           log,
+		Scale:         sc.TimeScale,
+	}
+
+	if cf, ok := cluster.(target.ClientFaults); ok {
+		env.Faults = cf
+	}
+
+	orchErr := orch.Run(orchCtx, env)
+
+	switch {
+	case ctx.Err() != nil:
+		bgCancel()
+		<-observed
+		<-scheduled
+		schedule.Stop()
+
+		res.Faults = schedule.Records()
+
+		return fmt.Errorf("interrupted: %w", ctx.Err())
+	case orchErr != nil:
+		log.Add("", "orchestrator.failed", orchErr.Error())
+	default:
+		log.Add("", "orchestrator.finished", orch.Name()+" finished")
+	}
+
+	// Let the nodes catch up with what just happened (by default one etcd health
+	// check period, so a member promoted a moment ago is also seen healthy), and
+	// give faults that strike a formed cluster time to play out.
+	settleFor := sc.Expect.Settle
+	if settleFor.Duration == 0 {
+		settleFor = scenario.Duration{Duration: DefaultSettle}
+	}
+
+	if settle := settleFor.Real(sc.TimeScale); settle > 0 && ctx.Err() == nil {
+		log.Add("", "run.settle", "observing for "+settleFor.String()+" more")
+
+		remaining := within - log.Since()
+
+		select {
+		case <-ctx.Done():
+		case <-time.After(max(min(settle, remaining), 0)):
+		}
+	}
+
+	// A fresh look at the end state, with the faults as they are now.
+	final := observer.Poll(ctx)
+
+	bgCancel()
+	<-observed
+	<-scheduled
+	schedule.Stop()
+
+	if ctx.Err() != nil {
+		res.Faults = schedule.Records()
+
+		return fmt.Errorf("interrupted: %w", ctx.Err())
+	}
+
+	res.Faults = schedule.Records()
+	res.Outcome = final.Outcome()
+	res.Outcome.Promotions = observer.Promotions(sc.TimeScale)
+	res.Diagnoses = check.Diagnose(&check.Evidence{
+		Nodes:         cluster.Nodes(),
+		Final:         final,
+		Logs:          observer.Logs,
+		EtcdLogs:      observer.EtcdLogs,
+		LearnerSince:  observer.LearnerSince,
+		PromotedAt:    observer.PromotedAt,
+		Events:        log.Events(),
+		PromoteWindow: scenario.Duration{Duration: PromoteWindow}.Real(sc.TimeScale),
+		Scale:         sc.TimeScale,
+		Now:           final.At,
+	})
+
+	for _, d := range res.Diagnoses {
+		log.Add(d.Node, "diagnosis."+d.Code, d.Message)
+	}
+
+	res.Checks = Judge(sc.Expect, res.Outcome, res.Diagnoses, sc.TimeScale)
+	res.Verdict = result.Pass
+
+	for _, c := range res.Checks {
+		if !c.Passed {
+			res.Verdict = result.Fail
+		}
+	}
+
+	log.Add("", "run.verdict", res.Verdict)
+
+	return nil
+}
+
+// secretsOf lists the key material a run must never print: the talosconfig's
+// keys and whatever secrets the target declares (API tokens).
+func secretsOf(cluster target.Cluster) []string {
+	var out []string
+
+	if cfg := cluster.Talosconfig(); cfg != nil {
+		for _, c := range cfg.Contexts {
+			out = append(out, c.Key, c.Crt, c.CA)
+		}
+	}
+
+	if s, ok := cluster.(target.SecretHolder); ok {
+		out = append(out, s.Secrets()...)
+	}
+
+	return out
+}
+
+// foreignTalosconfig is a talosconfig for the same endpoints from a fresh secrets
+// bundle: what `talosctl gen config --force` leaves behind (seed 001).
+func foreignTalosconfig(nodes []target.Node) (*clientconfig.Config, error) {
+	bundle, err := secretbundle.New(config.TalosVersionCurrent)
+	if err != nil {
+		return nil, err
+	}
+
+	var endpoints []string
+
+	for _, n := range nodes {
+		if n.Role == target.ControlPlane {
+			endpoints = append(endpoints, n.Address)
+		}
+	}
+
+	in, err := generate.NewInput("talchaos", "https://127.0.0.1:6443", "1.34.1",
+		generate.WithSecretsBundle(bundle), generate.WithEndpointList(endpoints))
+	if err != nil {
+		return nil, err
+	}
+
+	return in.Talosconfig()
+}
+
+// Judge compares the outcome and diagnoses with the expectations; scale turns
+// observed wall-clock waits into Talos time.
+func Judge(exp scenario.Expect, out result.Outcome, diags []result.Diagnosis, scale float64) []result.Check {
+	checks := []result.Check{}
+
+	add := func(name, expected, actual string) {
+		checks = append(checks, result.Check{Name: name, Expected: expected, Actual: actual, Passed: expected == actual})
+	}
+
+	if exp.Converged != nil {
+		add("converged", fmt.Sprint(*exp.Converged), fmt.Sprint(out.Converged))
+	}
+
+	if exp.Voters != nil {
+		add("voters", fmt.Sprint(*exp.Voters), fmt.Sprint(out.Voters))
+	}
+
+	if exp.Learners != nil {
+		add("learners", fmt.Sprint(*exp.Learners), fmt.Sprint(out.Learners))
+	}
+
+	if exp.NodesInMaintenance != nil {
+		want := slices.Sorted(slices.Values(exp.NodesInMaintenance))
+		got := slices.Sorted(slices.Values(out.NodesInMaintenance))
+		add("nodesInMaintenance", "["+strings.Join(want, " ")+"]", "["+strings.Join(got, " ")+"]")
+	}
+
+	for _, d := range exp.Diagnoses {
+		name := "diagnosis " + d.Code
+		if d.Node != "" {
+			name += " on " + d.Node
+		}
+
+		found := slices.ContainsFunc(diags, func(g result.Diagnosis) bool {
+			return g.Code == d.Code && (d.Node == "" || g.Node == d.Node)
+		})
+
+		add(name, "present", presence(found))
+	}
+
+	for _, want := range exp.Promotions {
+		lo, hi := want.AtLeast.Duration, want.AtMost.Duration
+		name := "promotion wait " + want.Node
+		actual := "never promoted"
+		passed := false
+
+		for _, p := range out.Promotions {
+			if p.Node != want.Node || p.PromotedMs < 0 {
+				continue
+			}
+
+			wait := time.Duration(float64(p.PromotedMs-p.LearnerMs)*scale) * time.Millisecond
+			actual = wait.Round(time.Second).String()
+			passed = wait >= lo && (hi == 0 || wait <= hi)
+		}
+
+		checks = append(checks, result.Check{Name: name, Expected: promotionBounds(lo, hi), Actual: actual, Passed: passed})
+	}
+
+	for _, code := range exp.NoDiagnoses {
+		found := slices.ContainsFunc(diags, func(g result.Diagnosis) bool { return g.Code == code })
+		add("no diagnosis "+code, "absent", map[bool]string{true: "present", false: "absent"}[found])
+	}
+
+	return checks
+}
+
+func promotionBounds(lo, hi time.Duration) string {
+	switch {
+	case hi == 0 && lo == 0:
+		return "promoted"
+	case hi == 0:
+		return ">= " + lo.String()
+	case lo == 0:
+		return "<= " + hi.String()
+	}
+
+	return lo.String() + " .. " + hi.String()
+}
+
+func presence(found bool) string {
+	if found {
+		return "present"
+	}
+
+	return "absent"
+}
+
+// IsInputError reports whether err is bad input (exit code 2).
+func IsInputError(err error) bool {
+	var ie *InputError
+
+	var se *scenario.Error
+
+	var ses scenario.Errors
+
+	return errors.As(err, &ie) || errors.As(err, &se) || errors.As(err, &ses)
+}

@@ -1,0 +1,21 @@
+package scenario
+
+import (
+	"os"
+	"testing"
+)
+
+func BenchmarkParse(b *testing.B) {
+	data, err := os.ReadFile("../../scenarios/too-many-learners.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+
+	b.ReportAllocs()
+
+	for b.Loop() {
+		if _, err := Parse("too-many-learners.yaml", data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,214 @@
+// Package scenario defines the versioned scenario file format (apiVersion talchaos/v1):
+// the cluster to form, the Talos behaviour profile, the time scale, the orchestrator,
+// the faults with their triggers and the expectations. Parsing is strict: unknown
+// fields and bad values are errors naming file, line and field.
+package scenario
+
+import "time"
+
+// APIVersion is the only scenario format version understood.
+const APIVersion = "talchaos/v1"
+
+// Kind is the only document kind.
+const Kind = "Scenario"
+
+// Profiles are the Talos behaviour profiles (TALOS-FIDELITY.md).
+var Profiles = []string{"v1.12", "v1.13", "v1.14", "main"}
+
+// DefaultProfile is the profile used when a scenario names none.
+const DefaultProfile = "v1.12"
+
+// RandomNode as a fault's node lets the run's seed pick a control plane other
+// than the bootstrap node.
+const RandomNode = "random"
+
+// Scenario is one parsed, validated scenario file.
+type Scenario struct {
+	APIVersion   string       `yaml:"apiVersion"`
+	Kind         string       `yaml:"kind"`
+	Name         string       `yaml:"name"`
+	Description  string       `yaml:"description"`
+	Reproduces   []string     `yaml:"reproduces"` // seed files and issues this scenario reproduces
+	Talos        string       `yaml:"talos"`      // behaviour profile; default DefaultProfile
+	TimeScale    float64      `yaml:"timeScale"`  // Talos timers are divided by it; default 1, must be >= 1
+	Cluster      Cluster      `yaml:"cluster"`
+	Orchestrator Orchestrator `yaml:"orchestrator"`
+	Faults       []Fault      `yaml:"faults"`
+	Expect       Expect       `yaml:"expect"`
+
+	// File is the path the scenario was read from (not part of the YAML).
+	File string `yaml:"-"`
+
+	// lines maps field paths ("faults[2].when.state") to their line in File, so errors
+	// raised after parsing (by the chaos package, say) can still point at the right line.
+	lines map[string]int
+}
+
+// Cluster describes the nodes to create. Node names are cp1..cpN for control planes
+// and w1..wM for workers.
+type Cluster struct {
+	ControlPlanes int                     `yaml:"controlPlanes"` // >= 1
+	Workers       int                     `yaml:"workers"`       // >= 0
+	Nodes         map[string]NodeOverride `yaml:"nodes"`         // keys must name existing nodes
+	Etcd          Etcd                    `yaml:"etcd"`
+	Workload      Workload                `yaml:"workload"`
+	// ConfigPatches are applied to the generated machine configs with the
+	// machinery's config patcher, as `talosctl gen config --config-patch` does.
+	ConfigPatches []ConfigPatch `yaml:"configPatches"`
+}
+
+// ConfigPatch is a strategic-merge patch (YAML) for some nodes' configs.
+type ConfigPatch struct {
+	Nodes []string `yaml:"nodes"` // empty: every node
+	Patch string   `yaml:"patch"`
+}
+
+// NodeOverride tunes one simulated node.
+type NodeOverride struct {
+	// EtcdImagePull is how long the etcd service spends pulling its image in "Running pre state"
+	// before it tries to join (Talos time). Default 2s.
+	EtcdImagePull Duration `yaml:"etcdImagePull"`
+	// BootDelay is how long after the cluster starts the node's Talos API comes up (Talos time).
+	BootDelay Duration `yaml:"bootDelay"`
+	// EtcdStartDelay is how long the etcd container takes to start after Talos
+	// created its runner (Talos time; slow disks, a cold container runtime). A
+	// joining node's learner is in the member list, unstarted, all that time.
+	EtcdStartDelay Duration `yaml:"etcdStartDelay"`
+}
+
+// Etcd tunes the embedded etcd members. Zero values mean the real etcd defaults.
+type Etcd struct {
+	MaxLearners            int    `yaml:"maxLearners"`            // default 1
+	SnapshotCount          uint64 `yaml:"snapshotCount"`          // default 10000
+	SnapshotCatchUpEntries uint64 `yaml:"snapshotCatchUpEntries"` // default 5000
+}
+
+// Workload models the kube-apiserver writing to etcd once a control plane's etcd is healthy.
+type Workload struct {
+	WritesPerSecond int `yaml:"writesPerSecond"` // default 0: no writes
+	ValueBytes      int `yaml:"valueBytes"`      // default 256
+}
+
+// Orchestrator picks the bootstrap strategy.
+type Orchestrator struct {
+	Name          string   `yaml:"name"`          // resilient (default) | naive | exec
+	BootstrapNode string   `yaml:"bootstrapNode"` // default cp1
+	Timeout       Duration `yaml:"timeout"`       // Talos time; default Expect.Within
+	Command       []string `yaml:"command"`       // exec only
+	// RetryApply (naive only) retries a failed apply through the same insecure
+	// maintenance client every 5 s until it succeeds, without checking whether
+	// the node already left maintenance (seed 004); bootstrap then waits for
+	// every apply to succeed.
+	RetryApply bool `yaml:"retryApply"`
+	// BootstrapNodes (naive only) bootstraps each of these control planes in
+	// turn, as a script looping over nodes does (talos #5500), instead of only
+	// BootstrapNode.
+	BootstrapNodes []string `yaml:"bootstrapNodes"`
+	// Talosconfig is what the orchestrator authenticates with: "" the cluster's
+	// own; "other-secrets" one generated from another secrets bundle, as after
+	// `talosctl gen config --force` regenerated the talosconfig (seed 001).
+	Talosconfig string `yaml:"talosconfig"`
+}
+
+// Fault is one scheduled fault. Which other fields apply depends on Kind; the
+// chaos package validates them.
+type Fault struct {
+	Name string `yaml:"name"` // unique within the scenario; default "<kind>-<index>"
+	Kind string `yaml:"kind"`
+
+	Node  string   `yaml:"node"`  // the node the fault acts on; "random": a control plane other than the bootstrap node, chosen by the seed
+	Nodes []string `yaml:"nodes"` // for faults between nodes (partition)
+	Port  string   `yaml:"port"`  // talos-api | etcd-client | etcd-peer
+	// Direction for network faults: upstream (towards the node), downstream (from the node), both.
+	Direction string `yaml:"direction"`
+
+	// Network parameters (real time, not scaled: they act on real etcd traffic).
+	Latency  Duration `yaml:"latency"`
+	Jitter   Duration `yaml:"jitter"`
+	RateKBps int64    `yaml:"rateKBps"`
+	Code     string   `yaml:"code"` // gRPC code name for API faults, e.g. Unavailable
+	RPC      string   `yaml:"rpc"`  // API faults: ApplyConfiguration | Bootstrap | MemberAddAsLearner | MemberPromote
+	Graceful bool     `yaml:"graceful"`
+	// Delay is how late an api-delay fault lets the reply go (Talos time, like the
+	// callers' deadlines it is meant to outlast).
+	Delay Duration `yaml:"delay"`
+
+	// Trigger: exactly one of At (Talos time after the run starts) or When.
+	At   *Duration `yaml:"at"`
+	When *When     `yaml:"when"`
+	// For is how long the fault lasts (Talos time); zero means until the run ends.
+	For Duration `yaml:"for"`
+	// Until heals the fault once a node is observed in a state (plus its after):
+	// a duration measured from an event of the run rather than from the fault's start.
+	Until *When `yaml:"until"`
+	// Count limits how many times an API fault fires; zero means every time while active.
+	Count int `yaml:"count"`
+
+	// Line is the line of the fault in the file (not part of the YAML).
+	Line int `yaml:"-"`
+	// Index is the position of the fault in the faults list (not part of the YAML);
+	// errors name the fault as faults[Index].
+	Index int `yaml:"-"`
+}
+
+// When is a state trigger: the fault starts the first time Node is observed in State.
+type When struct {
+	Node  string `yaml:"node"`
+	State string `yaml:"state"`
+	// After delays the start once the state is seen (Talos time).
+	After Duration `yaml:"after"`
+}
+
+// TriggerStates are the observable states a When trigger can wait for.
+var TriggerStates = []string{
+	"left-maintenance", // the node's Talos API answers with mutual TLS
+	"bootstrapped",     // the node's etcd is the first member of a new cluster
+	"member",           // the node is in the etcd member list (learner or voter)
+	"learner",          // the node is a learner
+	"voter",            // the node is a voting member
+	"etcd-running",     // the node's etcd service is Running
+}
+
+// Expect is what must hold at the end of the run.
+type Expect struct {
+	// Within bounds the run (Talos time); default 30m.
+	Within             Duration            `yaml:"within"`
+	Converged          *bool               `yaml:"converged"`
+	Voters             *int                `yaml:"voters"`
+	Learners           *int                `yaml:"learners"`
+	NodesInMaintenance []string            `yaml:"nodesInMaintenance"`
+	Diagnoses          []ExpectedDiagnosis `yaml:"diagnoses"`
+	// NoDiagnoses asserts that none of these codes is produced.
+	NoDiagnoses []string `yaml:"noDiagnoses"`
+	// Settle keeps observing this long after the orchestrator returned (Talos
+	// time), for faults that strike a formed cluster.
+	Settle Duration `yaml:"settle"`
+	// Promotions bound the time a node spent as a learner before its promotion.
+	Promotions []ExpectedPromotion `yaml:"promotions"`
+}
+
+// ExpectedPromotion bounds one node's wait from becoming a learner to being
+// promoted (Talos time); zero bounds are not checked. The node must be promoted.
+type ExpectedPromotion struct {
+	Node    string   `yaml:"node"`
+	AtLeast Duration `yaml:"atLeast"`
+	AtMost  Duration `yaml:"atMost"`
+}
+
+// ExpectedDiagnosis must be among the run's diagnoses; Node empty matches any node.
+type ExpectedDiagnosis struct {
+	Code string `yaml:"code"`
+	Node string `yaml:"node"`
+}
+
+// Duration is a Go duration string in YAML ("90s", "10m").
+type Duration struct{ time.Duration }
+
+// Real converts a Talos-time duration to wall-clock time under the given scale.
+func (d Duration) Real(scale float64) time.Duration {
+	if scale <= 0 {
+		scale = 1
+	}
+
+	return time.Duration(float64(d.Duration) / scale)
+}
