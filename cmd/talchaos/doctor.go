@@ -1,0 +1,152 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	clientconfig "github.com/siderolabs/talos/pkg/machinery/client/config"
+	"github.com/spf13/cobra"
+
+	"github.com/talchaos/talchaos/harness/check"
+)
+
+type doctorOptions struct {
+	talosconfig string
+	nodes       []string
+	json        bool
+}
+
+func newDoctorCmd() *cobra.Command {
+	opts := doctorOptions{}
+
+	cmd := &cobra.Command{
+		Use:   "doctor --nodes IP[,IP...]",
+		Short: "Diagnose a live cluster through its Talos API",
+		Long: `Read a live cluster through the Talos API (service states, etcd members and
+status, machined and etcd logs) and report the same diagnoses as a scenario run,
+each with its evidence and the talosctl commands that remedy it.
+
+Exit codes: 0 nothing wrong found, 1 findings, 2 bad input, 3 no node could be read.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runDoctor(cmd, opts) },
+	}
+
+	cmd.Flags().StringVar(&opts.talosconfig, "talosconfig", "", "talosconfig to use (default $TALOSCONFIG or ~/.talos/config)")
+	cmd.Flags().StringSliceVarP(&opts.nodes, "nodes", "n", nil, "node addresses (IP or IP:port), comma-separated")
+	cmd.Flags().BoolVar(&opts.json, "json", false, "print the findings as JSON")
+
+	return cmd
+}
+
+func runDoctor(cmd *cobra.Command, opts doctorOptions) error {
+	if len(opts.nodes) == 0 {
+		return &exitError{code: exitInput, err: fmt.Errorf("--nodes is required")}
+	}
+
+	path := opts.talosconfig
+	if path == "" {
+		path = os.Getenv("TALOSCONFIG")
+	}
+
+	if path == "" {
+		home, _ := os.UserHomeDir() //nolint:errcheck
+		path = filepath.Join(home, ".talos", "config")
+	}
+
+	cfg, err := clientconfig.Open(path)
+	if err != nil {
+		return &exitError{code: exitInput, err: fmt.Errorf("talosconfig: %w", err)}
+	}
+
+	obs, findings, err := check.Examine(cmd.Context(), cfg, opts.nodes)
+	if err != nil {
+		return &exitError{code: exitHarness, err: err}
+	}
+
+	reachable := false
+
+	for _, n := range obs.Ordered() {
+		reachable = reachable || n.Mode != check.ModeDown
+	}
+
+	out := cmd.OutOrStdout()
+
+	if opts.json {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+
+		if err := enc.Encode(map[string]any{"outcome": obs.Outcome(), "findings": findings}); err != nil {
+			return &exitError{code: exitHarness, err: err}
+		}
+	} else {
+		printDoctor(out, obs, findings)
+	}
+
+	switch {
+	case !reachable:
+		return &exitError{code: exitHarness, err: fmt.Errorf("no node answered")}
+	case len(findings) > 0:
+		return &exitError{code: exitFail}
+	}
+
+	return nil
+}
+
+func printDoctor(out io.Writer, obs *check.Observation, findings []check.Finding) {
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "NODE\tAPI\tSTAGE\tETCD\tHEALTH")
+
+	for _, n := range obs.Ordered() {
+		etcd, health := "-", "-"
+		if n.Etcd != nil {
+			etcd = n.Etcd.State + " " + n.Etcd.Message
+
+			switch {
+			case n.Etcd.HealthUnknown:
+				health = "?"
+			case n.Etcd.Healthy:
+				health = "OK"
+			default:
+				health = "Fail: " + n.Etcd.HealthMessage
+			}
+		}
+
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", n.Address, n.Mode, n.Stage, etcd, health)
+	}
+
+	w.Flush() //nolint:errcheck
+
+	if ms := obs.Main().Members; len(ms) > 0 {
+		fmt.Fprintln(out, "\netcd members:")
+
+		for _, m := range ms {
+			name := m.Hostname
+			if name == "" {
+				name = "(not started)"
+			}
+
+			fmt.Fprintf(out, "  %s  %-14s learner=%-5v %s\n", m.IDString(), name, m.IsLearner, strings.Join(m.PeerURLs, ","))
+		}
+	}
+
+	if len(findings) == 0 {
+		fmt.Fprintln(out, "\nno problem found")
+
+		return
+	}
+
+	fmt.Fprintln(out, "\nfindings:")
+
+	for _, f := range findings {
+		fmt.Fprintf(out, "\n  %s  %s\n    %s\n    evidence: %s\n", f.Code, f.Node, f.Message, strings.ReplaceAll(f.Evidence, "\n", "\n              "))
+
+		for _, r := range f.Remedy {
+			fmt.Fprintf(out, "    $ %s\n", r)
+		}
+	}
+}

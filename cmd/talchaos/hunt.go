@@ -1,0 +1,153 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/talchaos/talchaos/harness"
+	"github.com/talchaos/talchaos/harness/result"
+	"github.com/talchaos/talchaos/reports"
+)
+
+type huntOptions struct {
+	runOptions
+	seeds string
+}
+
+func newHuntCmd() *cobra.Command {
+	opts := huntOptions{}
+
+	cmd := &cobra.Command{
+		Use:   "hunt SCENARIO --seeds FROM-TO",
+		Short: "Run a scenario over many seeds and measure how often its expectations hold",
+		Long: `Run a scenario once per seed and report the rate at which its expectations held,
+with the seeds that failed (each one reproducible with 'talchaos run ... --seed N').
+Reports go to REPORT-DIR/seed-N. Exit code 0 when every seed passed, 1 otherwise.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return runHunt(cmd, args[0], opts) },
+	}
+
+	cmd.Flags().StringVar(&opts.seeds, "seeds", "1-10", "seeds to run: FROM-TO or a comma-separated list")
+	cmd.Flags().StringVar(&opts.target, "target", "sim", "where the nodes run: sim, or real (with --inventory)")
+	cmd.Flags().StringVar(&opts.inventory, "inventory", "", "inventory file of a real cluster (--target=real)")
+	cmd.Flags().BoolVar(&opts.allowDestructive, "allow-destructive", false, "permit destructive faults on real nodes")
+	cmd.Flags().StringVar(&opts.reportDir, "report-dir", "talchaos-hunt", "directory for the per-seed reports")
+
+	return cmd
+}
+
+func parseSeeds(s string) ([]int64, error) {
+	if from, to, ok := strings.Cut(s, "-"); ok {
+		a, err1 := strconv.ParseInt(from, 10, 64)
+		b, err2 := strconv.ParseInt(to, 10, 64)
+
+		if err1 != nil || err2 != nil || a > b || b-a > 10000 {
+			return nil, fmt.Errorf("--seeds %q: want FROM-TO with FROM <= TO", s)
+		}
+
+		var out []int64
+		for i := a; i <= b; i++ {
+			out = append(out, i)
+		}
+
+		return out, nil
+	}
+
+	var out []int64
+
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.ParseInt(strings.TrimSpace(f), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("--seeds %q: %w", s, err)
+		}
+
+		out = append(out, v)
+	}
+
+	return out, nil
+}
+
+func runHunt(cmd *cobra.Command, arg string, opts huntOptions) error {
+	out := cmd.OutOrStdout()
+
+	seeds, err := parseSeeds(opts.seeds)
+	if err != nil {
+		return &exitError{code: exitInput, err: err}
+	}
+
+	sc, err := loadScenario(arg)
+	if err != nil {
+		return &exitError{code: exitInput, err: err}
+	}
+
+	tgt, err := targetFor(opts.runOptions)
+	if err != nil {
+		return &exitError{code: exitInput, err: err}
+	}
+
+	var failed []string
+
+	passed := 0
+
+	for _, seed := range seeds {
+		if cmd.Context().Err() != nil {
+			break
+		}
+
+		res, err := harness.Run(cmd.Context(), sc, harness.Options{
+			Target: tgt, Seed: seed,
+			Replay: fmt.Sprintf("talchaos run %s --target %s --seed %d", arg, tgt.Name(), seed),
+		})
+		if err != nil && harness.IsInputError(err) {
+			return &exitError{code: exitInput, err: err}
+		}
+
+		dir := filepath.Join(opts.reportDir, fmt.Sprintf("seed-%d", seed))
+		if _, werr := reports.Write(dir, res); werr != nil {
+			return &exitError{code: exitHarness, err: werr}
+		}
+
+		line := fmt.Sprintf("seed %-4d %-5s %6.1fs", seed, strings.ToUpper(res.Verdict), float64(res.DurationMs)/1000)
+		if res.Verdict == result.Pass {
+			passed++
+		} else {
+			failed = append(failed, strconv.FormatInt(seed, 10))
+			line += "  " + firstFailure(res)
+		}
+
+		fmt.Fprintln(out, line)
+	}
+
+	ran := passed + len(failed)
+	if ran == 0 {
+		return &exitError{code: exitHarness, err: fmt.Errorf("interrupted before the first seed finished")}
+	}
+
+	fmt.Fprintf(out, "\n%s: expectations held for %d of %d seeds (%.0f%%); reports in %s\n", sc.Name, passed, ran, 100*float64(passed)/float64(ran), opts.reportDir)
+
+	if len(failed) > 0 {
+		fmt.Fprintf(out, "failing seeds: %s\nreproduce: talchaos run %s --target %s --seed %s\n", strings.Join(failed, " "), arg, tgt.Name(), failed[0])
+
+		return &exitError{code: exitFail}
+	}
+
+	return nil
+}
+
+func firstFailure(res *result.Result) string {
+	if res.Error != "" {
+		return res.Error
+	}
+
+	for _, c := range res.Checks {
+		if !c.Passed {
+			return fmt.Sprintf("%s: expected %s, actual %s", c.Name, c.Expected, c.Actual)
+		}
+	}
+
+	return ""
+}

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/talchaos/talchaos/sim"
+)
+
+// The real target's code path, run against simulated nodes that it reaches only
+// through an inventory file and a talosconfig, gives the verdict and diagnoses
+// the sim target gives for the same scenario.
+func TestRealTargetMatchesSim(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs each scenario twice")
+	}
+
+	for _, name := range []string{"happy-path", "half-applied-config", "stale-learner"} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+
+			code, out := run(t, "run", name, "--report-dir", filepath.Join(dir, "sim"))
+			simRes := readReport(t, filepath.Join(dir, "sim", "report.json"))
+
+			if code != exitPass {
+				t.Fatalf("sim run exit %d:\n%s", code, out)
+			}
+
+			simOut := out
+
+			// A cluster shaped like the scenario's, as `talchaos up --from` makes it.
+			sc, err := upScenario(upOptions{from: name})
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			cluster, err := sim.NewCluster(context.Background(), sc, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cluster.Close() //nolint:errcheck
+
+			upDir := filepath.Join(dir, "up")
+			if err := os.MkdirAll(upDir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+
+			if err := writeUpFiles(upDir, cluster); err != nil {
+				t.Fatal(err)
+			}
+
+			code, out = run(t, "run", name, "--target", "real", "--inventory", filepath.Join(upDir, "inventory.yaml"),
+				"--allow-destructive", "--report-dir", filepath.Join(dir, "real"))
+			realRes := readReport(t, filepath.Join(dir, "real", "report.json"))
+
+			if code != exitPass || realRes.Verdict != simRes.Verdict {
+				t.Fatalf("real run exit %d verdict %s, sim verdict %s:\n%s", code, realRes.Verdict, simRes.Verdict, out)
+			}
+
+			diags := func(r []string) []string { slices.Sort(r); return slices.Compact(r) }
+
+			var simD, realD []string
+			for _, d := range simRes.Diagnoses {
+				simD = append(simD, d.Code+"@"+d.Node)
+			}
+
+			for _, d := range realRes.Diagnoses {
+				realD = append(realD, d.Code+"@"+d.Node)
+			}
+
+			if a, b := strings.Join(diags(simD), " "), strings.Join(diags(realD), " "); a != b {
+				t.Fatalf("diagnoses differ:\n sim:  %s\n real: %s", a, b)
+			}
+
+			noKeyMaterial(t, cluster, simOut+out, filepath.Join(dir, "real"), filepath.Join(dir, "sim"))
+		})
+	}
+}
+
+// A destructive fault on a real cluster without --allow-destructive is refused
+// before anything starts.
+func TestRealTargetRefusesDestructiveFaults(t *testing.T) {
+	sc, err := upScenario(upOptions{from: "stale-learner"})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	cluster, err := sim.NewCluster(context.Background(), sc, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Close() //nolint:errcheck
+
+	dir := t.TempDir()
+	if err := writeUpFiles(dir, cluster); err != nil {
+		t.Fatal(err)
+	}
+
+	code, out := run(t, "run", "stale-learner", "--target", "real", "--inventory", filepath.Join(dir, "inventory.yaml"),
+		"--report-dir", filepath.Join(dir, "report"))
+	if code != exitInput || !strings.Contains(out, "pass --allow-destructive") {
+		t.Fatalf("exit %d, want 2 with a word on --allow-destructive:\n%s", code, out)
+	}
+}
+
+// noKeyMaterial scans output and every report file for the cluster's keys.
+func noKeyMaterial(t *testing.T, cluster *sim.Cluster, out string, reportDirs ...string) {
+	t.Helper()
+
+	b := cluster.Bundle()
+	secrets := []string{"PRIVATE KEY", string(b.Certs.OS.Key), string(b.Certs.Etcd.Key), b.Secrets.BootstrapToken, b.TrustdInfo.Token, b.Cluster.Secret}
+
+	for _, c := range cluster.Talosconfig().Contexts {
+		secrets = append(secrets, c.Key)
+	}
+
+	texts := map[string]string{"output": out}
+
+	for _, d := range reportDirs {
+		entries, err := os.ReadDir(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		for _, e := range entries {
+			data, err := os.ReadFile(filepath.Join(d, e.Name()))
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			texts[filepath.Join(d, e.Name())] = string(data)
+		}
+	}
+
+	for where, text := range texts {
+		for _, s := range secrets {
+			if s != "" && strings.Contains(text, s) {
+				t.Errorf("%s contains key material (%.12s...)", where, s)
+			}
+		}
+	}
+}

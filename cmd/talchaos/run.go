@@ -1,0 +1,207 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/talchaos/talchaos/harness"
+	"github.com/talchaos/talchaos/harness/chaos"
+	"github.com/talchaos/talchaos/harness/eventlog"
+	"github.com/talchaos/talchaos/harness/real"
+	"github.com/talchaos/talchaos/harness/result"
+	"github.com/talchaos/talchaos/harness/scenario"
+	"github.com/talchaos/talchaos/harness/target"
+	"github.com/talchaos/talchaos/reports"
+	"github.com/talchaos/talchaos/scenarios"
+	"github.com/talchaos/talchaos/sim"
+)
+
+type runOptions struct {
+	target           string
+	seed             int64
+	reportDir        string
+	verbose          bool
+	inventory        string
+	allowDestructive bool
+	plan             bool
+}
+
+func newRunCmd() *cobra.Command {
+	opts := runOptions{}
+
+	cmd := &cobra.Command{
+		Use:   "run SCENARIO",
+		Short: "Run a scenario and judge it against its expectations",
+		Long: `Run a scenario file (or a built-in scenario by name, see 'talchaos list') and
+write report.json, junit.xml and summary.md to the report directory.
+
+Exit codes: 0 expectations held, 1 expectations failed, 2 bad input or usage,
+3 harness or infrastructure error. A report is written in every case.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runScenario(cmd, args[0], opts)
+		},
+	}
+
+	cmd.Flags().StringVar(&opts.target, "target", "sim", "where the nodes run: sim, or real (with --inventory)")
+	cmd.Flags().StringVar(&opts.inventory, "inventory", "", "inventory file of a real cluster (--target=real)")
+	cmd.Flags().BoolVar(&opts.allowDestructive, "allow-destructive", false, "permit faults that reboot, power off, isolate or wipe real nodes")
+	cmd.Flags().BoolVar(&opts.plan, "plan", false, "print the resolved fault schedule and exit")
+	cmd.Flags().Int64Var(&opts.seed, "seed", 1, "seed for every random choice of the run")
+	cmd.Flags().StringVar(&opts.reportDir, "report-dir", "talchaos-report", "directory for report.json, junit.xml and summary.md")
+	cmd.Flags().BoolVarP(&opts.verbose, "verbose", "v", false, "also print the nodes' machined log lines")
+
+	return cmd
+}
+
+// loadScenario reads a scenario file, or a built-in scenario by name.
+func loadScenario(arg string) (*scenario.Scenario, error) {
+	if _, err := os.Stat(arg); err == nil {
+		return scenario.Load(arg)
+	}
+
+	if !strings.ContainsAny(arg, "/\\") {
+		if data, file, err := scenarios.Read(arg); err == nil {
+			return scenario.Parse(file, data)
+		}
+	}
+
+	return nil, fmt.Errorf("%s: no such scenario file or built-in scenario (see 'talchaos list')", arg)
+}
+
+func targetFor(opts runOptions) (target.Target, error) {
+	switch opts.target {
+	case "sim":
+		if opts.inventory != "" {
+			return nil, errors.New("--inventory is for --target=real")
+		}
+
+		return sim.Target{}, nil
+	case "real":
+		if opts.inventory == "" {
+			return nil, errors.New("--target=real needs --inventory FILE")
+		}
+
+		inv, err := real.LoadInventory(opts.inventory)
+		if err != nil {
+			return nil, err
+		}
+
+		return &real.Target{Inventory: inv, AllowDestructive: opts.allowDestructive}, nil
+	}
+
+	return nil, fmt.Errorf("unknown target %q: sim or real", opts.target)
+}
+
+func runScenario(cmd *cobra.Command, arg string, opts runOptions) error {
+	out := cmd.OutOrStdout()
+
+	res := &result.Result{Schema: result.Schema, Scenario: strings.TrimSuffix(filepath.Base(arg), ".yaml"), Target: opts.target, Seed: opts.seed}
+	res.Replay = fmt.Sprintf("talchaos run %s --target %s --seed %d", arg, opts.target, opts.seed)
+
+	sc, err := loadScenario(arg)
+	if err == nil {
+		res.Scenario, res.Talos = sc.Name, sc.Talos
+	}
+
+	var tgt target.Target
+	if err == nil {
+		tgt, err = targetFor(opts)
+	}
+
+	if err == nil && opts.plan {
+		return printPlan(out, sc, tgt, opts.seed)
+	}
+
+	if err != nil {
+		return writeAndExit(out, opts.reportDir, withError(res, err), exitInput, err)
+	}
+
+	fmt.Fprintf(out, "talchaos: running %s on %s (seed %d, talos %s, time scale %g)\n", sc.Name, tgt.Name(), opts.seed, sc.Talos, sc.TimeScale)
+
+	res, err = harness.Run(cmd.Context(), sc, harness.Options{
+		Target:  tgt,
+		Seed:    opts.seed,
+		Replay:  res.Replay,
+		OnEvent: progress(out, opts.verbose),
+	})
+
+	code := exitPass
+
+	switch {
+	case err != nil && harness.IsInputError(err):
+		code = exitInput
+	case err != nil:
+		code = exitHarness
+	case res.Verdict == result.Fail:
+		code = exitFail
+	}
+
+	return writeAndExit(out, opts.reportDir, res, code, err)
+}
+
+// printPlan resolves the fault schedule (the seed's choices included) and prints it.
+func printPlan(out io.Writer, sc *scenario.Scenario, tgt target.Target, seed int64) error {
+	planned, err := chaos.Plan(sc, tgt, seed)
+	if err != nil {
+		return &exitError{code: exitInput, err: err}
+	}
+
+	fmt.Fprintf(out, "plan for %s on %s, seed %d (times are Talos time, scale %g):\n", sc.Name, tgt.Name(), seed, sc.TimeScale)
+
+	if len(planned) == 0 {
+		fmt.Fprintln(out, "  no faults")
+	}
+
+	for _, p := range planned {
+		fmt.Fprintf(out, "  %-32s %-15s %-8s %s\n", p.Spec.Name, p.Spec.Kind, p.Fault.Node(), p.Trigger())
+	}
+
+	return nil
+}
+
+func withError(res *result.Result, err error) *result.Result {
+	res.Verdict = result.Error
+	res.Error = err.Error()
+
+	return res
+}
+
+// writeAndExit writes the reports, prints the summary and where the report is,
+// and returns the exit code.
+func writeAndExit(out io.Writer, dir string, res *result.Result, code int, runErr error) error {
+	paths, werr := reports.Write(dir, res)
+
+	fmt.Fprintln(out)
+	fmt.Fprint(out, reports.Summary(res))
+
+	if werr != nil {
+		return &exitError{code: exitHarness, err: errors.Join(runErr, fmt.Errorf("writing the report: %w", werr))}
+	}
+
+	fmt.Fprintf(out, "\nverdict: %s\nreport: %s\n", strings.ToUpper(res.Verdict), paths[0])
+
+	if code == exitPass {
+		return nil
+	}
+
+	return &exitError{code: code, err: runErr}
+}
+
+// progress prints events as they happen; machined log lines only when verbose.
+func progress(w io.Writer, verbose bool) func(eventlog.Event) {
+	return func(e eventlog.Event) {
+		if strings.HasPrefix(e.Kind, "log.") && !verbose {
+			return
+		}
+
+		fmt.Fprintf(w, "%8s  %-5s %-24s %s\n", (time.Duration(e.TMs) * time.Millisecond).Truncate(time.Millisecond), e.Node, e.Kind, e.Msg)
+	}
+}

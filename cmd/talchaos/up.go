@@ -1,0 +1,231 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/talchaos/talchaos/harness/eventlog"
+	"github.com/talchaos/talchaos/harness/orchestrator"
+	"github.com/talchaos/talchaos/harness/real"
+	"github.com/talchaos/talchaos/harness/scenario"
+	"github.com/talchaos/talchaos/harness/target"
+	"github.com/talchaos/talchaos/sim"
+)
+
+type upOptions struct {
+	from          string
+	dir           string
+	controlPlanes int
+	workers       int
+	talos         string
+	timeScale     float64
+	bootstrap     bool
+	seed          int64
+}
+
+func newUpCmd() *cobra.Command {
+	opts := upOptions{}
+
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "Start a simulated cluster and keep it running until Ctrl-C",
+		Long: `Start simulated Talos nodes (like 'talosctl cluster create', in seconds) and
+keep them running so that talosctl, Terraform or your own scripts can be pointed
+at them. The nodes start in maintenance mode unless --bootstrap is given.
+
+Written to the directory: talosconfig (endpoints set, first control plane as the
+default node), one machine config per node (<node>.yaml) and inventory.yaml for
+'talchaos run --target=real --inventory'. Ctrl-C stops every node and removes the
+directory if talchaos created it.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runUp(cmd, opts) },
+	}
+
+	cmd.Flags().StringVar(&opts.from, "from", "", "take the cluster (nodes, Talos profile, time scale) from this scenario, file or built-in name")
+	cmd.Flags().StringVar(&opts.dir, "dir", "", "directory for talosconfig, machine configs and inventory (default: a new temp dir, removed on exit)")
+	cmd.Flags().IntVar(&opts.controlPlanes, "control-planes", 3, "number of control-plane nodes")
+	cmd.Flags().IntVar(&opts.workers, "workers", 0, "number of worker nodes")
+	cmd.Flags().StringVar(&opts.talos, "talos", scenario.DefaultProfile, "Talos behaviour profile: "+strings.Join(scenario.Profiles, ", "))
+	cmd.Flags().Float64Var(&opts.timeScale, "time-scale", 1, "divide Talos timers by this (1: real Talos timing)")
+	cmd.Flags().BoolVar(&opts.bootstrap, "bootstrap", false, "apply the configs and bootstrap etcd (like talosctl cluster create)")
+	cmd.Flags().Int64Var(&opts.seed, "seed", 1, "seed for the simulated nodes' random choices")
+
+	return cmd
+}
+
+// upScenario is the scenario an `up` cluster is built from, validated like a file:
+// the --from scenario (its cluster, profile and time scale; its faults and
+// orchestrator are not used), or one made of the flags.
+func upScenario(opts upOptions) (*scenario.Scenario, error) {
+	if opts.from != "" {
+		sc, err := loadScenario(opts.from)
+		if err != nil {
+			return nil, err
+		}
+
+		sc.Faults, sc.Orchestrator = nil, scenario.Orchestrator{Name: "resilient", BootstrapNode: sc.Orchestrator.BootstrapNode}
+
+		return sc, nil
+	}
+
+	doc := map[string]any{
+		"apiVersion": scenario.APIVersion,
+		"kind":       scenario.Kind,
+		"name":       "up",
+		"talos":      opts.talos,
+		"timeScale":  opts.timeScale,
+		"cluster":    map[string]any{"controlPlanes": opts.controlPlanes, "workers": opts.workers},
+	}
+
+	data, err := yaml.Marshal(doc)
+	if err != nil {
+		return nil, err
+	}
+
+	return scenario.Parse("talchaos up flags", data)
+}
+
+func runUp(cmd *cobra.Command, opts upOptions) error {
+	out := cmd.OutOrStdout()
+
+	sc, err := upScenario(opts)
+	if err != nil {
+		return &exitError{code: exitInput, err: err}
+	}
+
+	dir, cleanup, err := upDir(opts.dir)
+	if err != nil {
+		return &exitError{code: exitHarness, err: err}
+	}
+
+	defer cleanup()
+
+	cluster, err := sim.NewCluster(cmd.Context(), sc, opts.seed)
+	if err != nil {
+		return &exitError{code: exitHarness, err: fmt.Errorf("start the cluster: %w", err)}
+	}
+
+	defer cluster.Close() //nolint:errcheck
+
+	if err := writeUpFiles(dir, cluster); err != nil {
+		return &exitError{code: exitHarness, err: err}
+	}
+
+	printUp(out, dir, cluster)
+
+	if opts.bootstrap {
+		fmt.Fprintln(out, "\nbootstrapping (resilient orchestrator)...")
+
+		log := eventlog.New()
+		log.OnEvent(progress(out, false))
+
+		env := &orchestrator.Env{
+			Nodes: cluster.Nodes(), Talosconfig: cluster.Talosconfig(), BootstrapNode: sc.Orchestrator.BootstrapNode, Log: log, Scale: sc.TimeScale,
+		}
+
+		if err := (&orchestrator.Resilient{}).Run(cmd.Context(), env); err != nil && cmd.Context().Err() == nil {
+			fmt.Fprintf(out, "bootstrap failed: %s\n", err)
+		}
+	}
+
+	fmt.Fprintln(out, "\nrunning; press Ctrl-C to stop and clean up")
+	<-cmd.Context().Done()
+	fmt.Fprintln(out, "stopping...")
+
+	return nil
+}
+
+// upDir returns the directory to write into and how to clean it up: a temp
+// dir is removed, a user's dir keeps everything but what talchaos wrote.
+func upDir(dir string) (string, func(), error) {
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "talchaos-up-")
+		if err != nil {
+			return "", nil, err
+		}
+
+		return tmp, func() { os.RemoveAll(tmp) }, nil //nolint:errcheck
+	}
+
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", nil, err
+	}
+
+	return dir, func() {}, nil
+}
+
+// writeUpFiles writes the talosconfig, the machine configs and an inventory.
+func writeUpFiles(dir string, cluster *sim.Cluster) error {
+	cfg := cluster.Talosconfig()
+	ctxName := cfg.Context
+
+	var cps []string
+
+	inv := real.Inventory{APIVersion: scenario.APIVersion, Kind: real.InventoryKind, Talosconfig: "talosconfig"}
+
+	for _, n := range cluster.Nodes() {
+		if n.Role == target.ControlPlane {
+			cps = append(cps, n.Address)
+		}
+
+		name := n.Name + ".yaml"
+		if err := os.WriteFile(filepath.Join(dir, name), n.Config, 0o600); err != nil {
+			return err
+		}
+
+		inv.Nodes = append(inv.Nodes, real.InventoryNode{Name: n.Name, Role: string(n.Role), Address: n.Address, Endpoint: n.Endpoint, Config: name})
+	}
+
+	if c := cfg.Contexts[ctxName]; c != nil {
+		c.Endpoints = cps
+		c.Nodes = cps[:1]
+	}
+
+	data, err := cfg.Bytes()
+	if err != nil {
+		return err
+	}
+
+	if err := os.WriteFile(filepath.Join(dir, "talosconfig"), data, 0o600); err != nil {
+		return err
+	}
+
+	invData, err := yaml.Marshal(inv)
+	if err != nil {
+		return err
+	}
+
+	return os.WriteFile(filepath.Join(dir, "inventory.yaml"), invData, 0o600)
+}
+
+func printUp(out io.Writer, dir string, cluster *sim.Cluster) {
+	fmt.Fprintf(out, "talchaos: %d simulated nodes up\n\n", len(cluster.Nodes()))
+
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "NODE\tROLE\tADDRESS\tTALOS API\tETCD CLIENT\tCONFIG")
+
+	for _, n := range cluster.Nodes() {
+		etcd := "-"
+		if n.Role == target.ControlPlane {
+			etcd = n.Address + ":2379"
+		}
+
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", n.Name, n.Role, n.Address, n.Endpoint, etcd, filepath.Join(dir, n.Name+".yaml"))
+	}
+
+	w.Flush() //nolint:errcheck
+
+	tc := filepath.Join(dir, "talosconfig")
+
+	fmt.Fprintf(out, "\ntalosconfig: %s\ninventory:   %s\n", tc, filepath.Join(dir, "inventory.yaml"))
+	fmt.Fprintf(out, "\ntry:\n  talosctl --talosconfig %s apply-config --insecure -n %s -f %s\n",
+		tc, cluster.Nodes()[0].Address, filepath.Join(dir, cluster.Nodes()[0].Name+".yaml"))
+	fmt.Fprintf(out, "  talosctl --talosconfig %s bootstrap\n  talosctl --talosconfig %s etcd members\n", tc, tc)
+}

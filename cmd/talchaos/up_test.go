@@ -1,0 +1,114 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	clientconfig "github.com/siderolabs/talos/pkg/machinery/client/config"
+)
+
+// syncBuffer lets the test read what the command writes from another goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+
+	return s.b.String()
+}
+
+// `talchaos up` prints the endpoints and the talosconfig within seconds, and
+// Ctrl-C leaves no listener and no temp dir behind.
+func TestUpStartsAndCleansUp(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	var out syncBuffer
+
+	root := newRoot()
+	root.SetArgs([]string{"up", "--time-scale", "60"})
+	root.SetOut(&out)
+
+	done := make(chan error, 1)
+	start := time.Now()
+
+	go func() { done <- root.ExecuteContext(ctx) }()
+
+	talosconfigRE := regexp.MustCompile(`talosconfig: (\S+)`)
+
+	var tcPath string
+
+	for tcPath == "" {
+		if m := talosconfigRE.FindStringSubmatch(out.String()); m != nil {
+			tcPath = m[1]
+		}
+
+		if time.Since(start) > 10*time.Second {
+			t.Fatalf("no talosconfig printed within 10s:\n%s", out.String())
+		}
+
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	cfg, err := clientconfig.Open(tcPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	c := cfg.Contexts[cfg.Context]
+	if len(c.Endpoints) != 3 || len(c.Nodes) != 1 || c.Nodes[0] != c.Endpoints[0] {
+		t.Fatalf("talosconfig endpoints %v nodes %v: want 3 endpoints, the first as default node", c.Endpoints, c.Nodes)
+	}
+
+	for _, ep := range c.Endpoints {
+		if !strings.Contains(out.String(), ep+":50000") {
+			t.Errorf("endpoint %s:50000 not printed", ep)
+		}
+	}
+
+	cancel()
+
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("up: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("up did not stop within 30s of Ctrl-C")
+	}
+
+	if _, err := os.Stat(tcPath); !os.IsNotExist(err) {
+		t.Errorf("the temp dir with %s is still there", tcPath)
+	}
+
+	for _, ep := range c.Endpoints {
+		for _, port := range []int{50000, 2379, 2380} {
+			l, err := net.Listen("tcp", fmt.Sprintf("%s:%d", ep, port))
+			if err != nil {
+				t.Errorf("%s:%d still in use: %v", ep, port, err)
+
+				continue
+			}
+
+			l.Close() //nolint:errcheck
+		}
+	}
+}

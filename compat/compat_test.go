@@ -1,0 +1,723 @@
+package compat
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+const (
+	talosModule = "github.com/siderolabs/talos"
+	talosctlPkg = talosModule + "/cmd/talosctl"
+	timeScale   = "30"
+	cmdTimeout  = 45 * time.Second // one talosctl invocation
+	// one attempt of a polled talosctl command
+	pollAttemptTimeout = 20 * time.Second
+	stopDeadline       = 20 * time.Second // talchaos up must exit this soon after SIGINT
+)
+
+// inventory is the part of talchaos's inventory.yaml the suite reads.
+type inventory struct {
+	Talosconfig string `yaml:"talosconfig"`
+	Nodes       []struct {
+		Name    string `yaml:"name"`
+		Role    string `yaml:"role"`
+		Address string `yaml:"address"`
+		Config  string `yaml:"config"`
+	} `yaml:"nodes"`
+}
+
+// TestTalosctlAgainstUp starts `talchaos up` in maintenance mode and drives it
+// with the real talosctl and Talos's own pre-boot checks, like a user would:
+// apply-config, bootstrap, etcd members/status, service, get, logs, version,
+// then Ctrl-C and a check that nothing is left behind.
+func TestTalosctlAgainstUp(t *testing.T) {
+	start := time.Now()
+
+	goBin := goTool(t)
+
+	compatDir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	rootDir := filepath.Dir(compatDir)
+
+	// The talos module is the one thing fetched from outside; without it there
+	// is nothing to test against.
+	talosVersion := goOut(t, goBin, compatDir, "list", "-m", "-f", "{{.Version}}", talosModule)
+	if out, err := runGo(goBin, compatDir, "mod", "download", talosModule); err != nil {
+		t.Skipf("the talos module %s@%s cannot be downloaded: %v\n%s", talosModule, talosVersion, err, out)
+	}
+
+	t.Logf("talos %s, talchaos from %s", talosVersion, rootDir)
+
+	binDir := t.TempDir()
+	talchaosBin := filepath.Join(binDir, "talchaos")
+	precheckBin := filepath.Join(binDir, "precheck")
+
+	// Build the three binaries in parallel: talosctl is minutes cold, seconds
+	// from the cache.
+	var (
+		talosctlBin string
+		wg          sync.WaitGroup
+		buildErrs   = make([]error, 3)
+	)
+
+	wg.Add(3)
+
+	go func() {
+		defer wg.Done()
+
+		t0 := time.Now()
+		talosctlBin, buildErrs[0] = cachedTalosctl(goBin, compatDir, talosVersion)
+		t.Logf("talosctl ready in %s", time.Since(t0).Round(time.Millisecond))
+	}()
+
+	go func() {
+		defer wg.Done()
+
+		t0 := time.Now()
+		if out, err := runGo(goBin, rootDir, "build", "-o", talchaosBin, "./cmd/talchaos"); err != nil {
+			buildErrs[1] = fmt.Errorf("build talchaos (%s/cmd/talchaos): %w\n%s", rootDir, err, out)
+		}
+
+		t.Logf("talchaos built in %s", time.Since(t0).Round(time.Millisecond))
+	}()
+
+	go func() {
+		defer wg.Done()
+
+		t0 := time.Now()
+		if out, err := runGo(goBin, compatDir, "build", "-o", precheckBin, "./cmd/precheck"); err != nil {
+			buildErrs[2] = fmt.Errorf("build precheck: %w\n%s", err, out)
+		}
+
+		t.Logf("precheck built in %s", time.Since(t0).Round(time.Millisecond))
+	}()
+
+	wg.Wait()
+
+	if err := errors.Join(buildErrs...); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Logf("binaries ready after %s (talosctl: %s)", time.Since(start).Round(time.Millisecond), talosctlBin)
+
+	// talchaos gets a private TMPDIR so that "no talchaos-sim-* dir left from
+	// this run" does not depend on other runs on the machine.
+	dir := filepath.Join(t.TempDir(), "cluster")
+	simTmp := filepath.Join(t.TempDir(), "tmp")
+
+	if err := os.MkdirAll(simTmp, 0o700); err != nil {
+		t.Fatal(err)
+	}
+
+	sysTmpBefore := simDirs(os.TempDir())
+
+	up := startUp(t, talchaosBin, dir, simTmp)
+
+	inv := readInventory(t, filepath.Join(dir, "inventory.yaml"))
+	talosconfig := filepath.Join(dir, "talosconfig")
+
+	var cps, all []string
+
+	for _, n := range inv.Nodes {
+		all = append(all, n.Address)
+
+		if n.Role == "controlplane" {
+			cps = append(cps, n.Address)
+		}
+	}
+
+	if len(cps) != 3 {
+		t.Fatalf("inventory lists %d control planes, want 3: %+v", len(cps), inv.Nodes)
+	}
+
+	// If talchaos honours TMPDIR its sim dir is in simTmp and only that is
+	// checked at the end; otherwise new dirs in the system temp dir count
+	// (another run on the machine could then add noise).
+	privateTmp := len(simDirs(simTmp)) > 0
+	if !privateTmp {
+		t.Logf("note: no talchaos-sim-* dir in the private TMPDIR %s while running; checking %s instead", simTmp, os.TempDir())
+	}
+
+	res := &results{t: t}
+	defer res.summary()
+
+	tc := &talosctl{t: t, bin: talosctlBin, talosconfig: talosconfig}
+
+	// 1. apply-config --insecure to every node in maintenance mode.
+	for _, n := range inv.Nodes {
+		out, err := tc.run("apply-config", "--insecure", "-n", n.Address, "-f", filepath.Join(dir, n.Config))
+		res.check(err == nil, "apply-config --insecure -n %s (%s)", n.Address, n.Name).detail(err, out)
+	}
+
+	// 2. The nodes leave maintenance: version through the talosconfig works.
+	for _, ip := range all {
+		out, err := tc.poll(60*time.Second, func(out string, err error) bool { return err == nil }, "-n", ip, "version")
+		res.check(err == nil && strings.Contains(out, "Server:") && containsNode(out, ip),
+			"-n %s version after apply (left maintenance)", ip).detail(err, out)
+	}
+
+	// 3. bootstrap once (default node cp1 from the talosconfig), then again.
+	//    Right after leaving maintenance real Talos may still answer
+	//    FailedPrecondition (not available / time not in sync); retry only those.
+	out, err := tc.poll(60*time.Second, func(out string, err error) bool {
+		return err == nil || !(strings.Contains(out, "bootstrap is not available yet") || strings.Contains(out, "time is not in sync yet"))
+	}, "bootstrap")
+	res.check(err == nil, "bootstrap (default node cp1)").detail(err, out)
+
+	// The second bootstrap comes once cp1's etcd is up, as a retried script's
+	// would. (Sooner, both real Talos and talchaos pass the data-dir check while
+	// the new etcd has not written it yet, stop that etcd, and answer Unknown:
+	// services.BootstrapEtcd re-checks the dir after stopping etcd.)
+	out, err = tc.poll(2*time.Minute, etcdUp, "-n", cps[0], "service", "etcd")
+	res.check(etcdUp(out, err), "-n %s service etcd: Running and healthy after bootstrap", cps[0]).detail(err, out)
+
+	out, err = tc.run("bootstrap")
+	res.check(err != nil && strings.Contains(out, "code = AlreadyExists desc = etcd data directory is not empty"),
+		"second bootstrap fails with AlreadyExists \"etcd data directory is not empty\"").detail(err, out)
+
+	// 4. etcd members: eventually 3 voters.
+	out, err = tc.poll(3*time.Minute, func(out string, err error) bool {
+		members, learners := parseMembers(out)
+
+		return err == nil && members == 3 && learners == 0
+	}, "etcd", "members")
+	members, learners := parseMembers(out)
+	res.check(err == nil && members == 3 && learners == 0, "etcd members lists 3 members, none learner (got %d, %d learners)", members, learners).detail(err, out)
+
+	// 5. One endpoint, many nodes.
+	out, err = tc.run("version", "-n", strings.Join(cps, ","))
+	ok := err == nil && strings.Count(out, "NODE:") == len(cps) && strings.Count(out, "Tag:") == len(cps)+1 // + the client's
+
+	for _, ip := range cps {
+		ok = ok && containsNode(out, ip)
+	}
+
+	res.check(ok, "version -n %s (one endpoint, many nodes)", strings.Join(cps, ",")).detail(err, out)
+
+	// 6. Per-node reads, one node at a time with -n.
+	for i, ip := range cps {
+		out, err := tc.run("-n", ip, "etcd", "status")
+		res.check(err == nil && match(out, `(?m)^NODE\s+MEMBER\s+DB SIZE\s+IN USE\s+LEADER`) &&
+			match(out, `(?m)^`+regexp.QuoteMeta(ip)+`\s+[0-9a-f]{16}\s.*\s[0-9a-f]{16}\s.*\sfalse\s+3\.\d+\.\d+`),
+			"-n %s etcd status (a voter with a leader)", ip).detail(err, out)
+
+		out, err = tc.poll(2*time.Minute, etcdUp, "-n", ip, "service", "etcd")
+		res.check(etcdUp(out, err) && match(out, `(?m)^NODE\s+`+regexp.QuoteMeta(ip)+`\s*$`) && match(out, `(?m)^ID\s+etcd\s*$`) &&
+			strings.Contains(out, "Started task etcd"),
+			"-n %s service etcd (Running, OK)", ip).detail(err, out)
+
+		running := func(out string, err error) bool { return err == nil && match(out, `(?m)^\s*stage: running\s*$`) }
+		out, err = tc.poll(2*time.Minute, running, "-n", ip, "get", "machinestatus", "-o", "yaml")
+		res.check(running(out, err) && match(out, `(?m)^node: `+regexp.QuoteMeta(ip)+`\s*$`) && strings.Contains(out, "type: MachineStatuses.runtime.talos.dev") &&
+			match(out, `(?m)^\s*ready: true\s*$`),
+			"-n %s get machinestatus -o yaml (stage running, ready)", ip).detail(err, out)
+
+		out, err = tc.run("-n", ip, "get", "machinestatus")
+		res.check(err == nil && match(out, `(?m)^NODE\s+NAMESPACE\s+TYPE\s+ID\s+VERSION\s+STAGE\s+READY`) &&
+			match(out, `(?m)^`+regexp.QuoteMeta(ip)+`\s+runtime\s+MachineStatus\s+machine\s+\d+\s+running\s+true\s*$`),
+			"-n %s get machinestatus (table)", ip).detail(err, out)
+
+		// machined's log: real Talos strings. Every line is prefixed with the
+		// node that was asked for (apid sets metadata.hostname to the target).
+		want := []string{"etcd is waiting to join the cluster", "service[etcd](Running): Started task etcd"}
+		if i == 0 {
+			want = append(want, "bootstrap request received")
+		}
+
+		out, err = tc.run("-n", ip, "logs", "machined")
+		ok := err == nil
+
+		for _, w := range want {
+			ok = ok && strings.Contains(out, w)
+		}
+
+		res.check(ok, "-n %s logs machined (contains %q)", ip, want).detail(err, out)
+
+		// Through the node's own endpoint and through another control plane's.
+		other := cps[(i+1)%len(cps)]
+
+		for _, ep := range []string{ip, other} {
+			out, err = tc.run("-e", ep, "-n", ip, "logs", "machined", "--tail", "5")
+			res.check(err == nil && allLinesPrefixed(out, ip+": "),
+				"-e %s -n %s logs machined: every line prefixed %q", ep, ip, ip+": ").detail(err, out)
+		}
+	}
+
+	// 7. Talos's own pre-boot checks through one endpoint, -n per node.
+	pc := exec.Command(precheckBin, "--talosconfig", talosconfig, "--control-planes", strings.Join(cps, ","), "--timeout", "4m")
+	pcOut, err := pc.CombinedOutput()
+	t.Logf("$ precheck --control-planes %s\n%s", strings.Join(cps, ","), pcOut)
+	res.check(err == nil && bytes.Contains(pcOut, []byte("PASS")), "precheck: PreBootSequenceChecks through endpoint %s", cps[0]).detail(err, string(pcOut))
+
+	// 8. Ctrl-C: talchaos exits in time and leaves nothing behind.
+	stopStart := time.Now()
+	exitErr, exited := up.interrupt(stopDeadline)
+	res.check(exited, "talchaos up exits within %s of SIGINT (took %s, %v)", stopDeadline, time.Since(stopStart).Round(time.Millisecond), exitErr).
+		detail(exitErr, up.out.String())
+
+	if exited {
+		res.check(exitErr == nil, "talchaos up exits 0 after SIGINT").detail(exitErr, up.out.String())
+	}
+
+	for _, n := range inv.Nodes {
+		ports := []string{"50000"}
+		if n.Role == "controlplane" {
+			ports = append(ports, "2379", "2380")
+		}
+
+		for _, port := range ports {
+			addr := net.JoinHostPort(n.Address, port)
+			l, err := net.Listen("tcp", addr)
+			res.check(err == nil, "no listener left on %s", addr).detail(err, "")
+
+			if l != nil {
+				l.Close() //nolint:errcheck
+			}
+		}
+	}
+
+	left := simDirs(simTmp)
+
+	if !privateTmp {
+		for _, d := range simDirs(os.TempDir()) {
+			if !slices.Contains(sysTmpBefore, d) {
+				left = append(left, d)
+			}
+		}
+	}
+
+	res.check(len(left) == 0, "no talchaos-sim-* temp dir left (%v)", left).detail(nil, "")
+
+	t.Logf("total %s", time.Since(start).Round(time.Millisecond))
+}
+
+// --- the talchaos up process ---
+
+type upProcess struct {
+	cmd  *exec.Cmd
+	out  *syncBuffer
+	done chan struct{}
+	err  error
+}
+
+func startUp(t *testing.T, bin, dir, tmp string) *upProcess {
+	t.Helper()
+
+	args := []string{"up", "--dir", dir, "--time-scale", timeScale}
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+	// Its own process group: a Ctrl-C in the terminal running the test must not
+	// reach it before the test does.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+
+	p := &upProcess{cmd: cmd, out: &syncBuffer{}, done: make(chan struct{})}
+	cmd.Stdout = p.out
+	cmd.Stderr = p.out
+
+	t.Logf("$ talchaos %s", strings.Join(args, " "))
+
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			t.Logf("talchaos up still running at the end of the test: stopping it")
+
+			if _, exited := p.interrupt(stopDeadline); !exited {
+				cmd.Process.Kill() //nolint:errcheck
+				<-p.done
+			}
+		}
+
+		t.Logf("talchaos up output:\n%s", p.out.String())
+	})
+
+	deadline := time.Now().Add(90 * time.Second)
+
+	for {
+		select {
+		case <-p.done:
+			t.Fatalf("talchaos up exited early: %v\n%s", p.err, p.out.String())
+		case <-time.After(100 * time.Millisecond):
+		}
+
+		if _, err := os.Stat(filepath.Join(dir, "inventory.yaml")); err == nil && strings.Contains(p.out.String(), "running; press Ctrl-C") {
+			t.Logf("talchaos up ready:\n%s", p.out.String())
+
+			return p
+		}
+
+		if time.Now().After(deadline) {
+			t.Fatalf("talchaos up not ready after 90s:\n%s", p.out.String())
+		}
+	}
+}
+
+// interrupt sends SIGINT and waits up to d for the process to exit.
+func (p *upProcess) interrupt(d time.Duration) (error, bool) {
+	select {
+	case <-p.done:
+		return p.err, true
+	default:
+	}
+
+	if err := p.cmd.Process.Signal(os.Interrupt); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return err, false
+	}
+
+	select {
+	case <-p.done:
+		return p.err, true
+	case <-time.After(d):
+		return nil, false
+	}
+}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+
+	return b.buf.String()
+}
+
+func readInventory(t *testing.T, path string) *inventory {
+	t.Helper()
+
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var inv inventory
+	if err := yaml.Unmarshal(data, &inv); err != nil {
+		t.Fatalf("parse %s: %v\n%s", path, err, data)
+	}
+
+	if len(inv.Nodes) == 0 {
+		t.Fatalf("no nodes in %s:\n%s", path, data)
+	}
+
+	for _, n := range inv.Nodes {
+		if net.ParseIP(n.Address) == nil || n.Config == "" {
+			t.Fatalf("bad node in %s: %+v", path, n)
+		}
+	}
+
+	return &inv
+}
+
+func simDirs(dir string) []string {
+	m, _ := filepath.Glob(filepath.Join(dir, "talchaos-sim-*")) //nolint:errcheck
+
+	return m
+}
+
+// --- talosctl ---
+
+type talosctl struct {
+	t           *testing.T
+	bin         string
+	talosconfig string
+}
+
+// run runs talosctl --talosconfig D/talosconfig ARGS and returns its combined output.
+func (c *talosctl) run(args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
+	defer cancel()
+
+	full := append([]string{"--talosconfig", c.talosconfig}, args...)
+	cmd := exec.CommandContext(ctx, c.bin, full...)
+
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		err = fmt.Errorf("timed out after %s: %w", cmdTimeout, err)
+	}
+
+	c.t.Logf("$ talosctl %s\n%s%s", strings.Join(args, " "), out, errLine(err))
+
+	return string(out), err
+}
+
+// poll repeats a talosctl command until done says so or d passes, and returns
+// the last result. Only the first and last attempts are logged.
+func (c *talosctl) poll(d time.Duration, done func(string, error) bool, args ...string) (string, error) {
+	deadline := time.Now().Add(d)
+	attempts := 0
+
+	for {
+		attempts++
+
+		ctx, cancel := context.WithTimeout(context.Background(), pollAttemptTimeout)
+		full := append([]string{"--talosconfig", c.talosconfig}, args...)
+		out, err := exec.CommandContext(ctx, c.bin, full...).CombinedOutput()
+		cancel()
+
+		if done(string(out), err) || time.Now().After(deadline) {
+			c.t.Logf("$ talosctl %s   (attempt %d)\n%s%s", strings.Join(args, " "), attempts, out, errLine(err))
+
+			return string(out), err
+		}
+
+		if attempts == 1 {
+			c.t.Logf("$ talosctl %s   (attempt 1, polling)\n%s%s", strings.Join(args, " "), out, errLine(err))
+		}
+
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+func errLine(err error) string {
+	if err == nil {
+		return ""
+	}
+
+	return "(" + err.Error() + ")\n"
+}
+
+// containsNode reports whether talosctl output names the node, as the NODE
+// column/field of one-to-many replies.
+func containsNode(out, ip string) bool {
+	return match(out, `(?m)^\s*NODE:?\s+`+regexp.QuoteMeta(ip)+`\s*$`)
+}
+
+// etcdUp is a poll condition for `talosctl service etcd`.
+func etcdUp(out string, err error) bool {
+	return err == nil && match(out, `(?m)^STATE\s+Running\s*$`) && match(out, `(?m)^HEALTH\s+OK\s*$`)
+}
+
+// allLinesPrefixed reports whether out has lines and each starts with prefix
+// (talosctl's warnings on stderr aside).
+func allLinesPrefixed(out, prefix string) bool {
+	n := 0
+
+	for line := range strings.SplitSeq(strings.TrimSpace(out), "\n") {
+		if line == "" || strings.HasPrefix(line, "WARNING: ") {
+			continue
+		}
+
+		if !strings.HasPrefix(line, prefix) {
+			return false
+		}
+
+		n++
+	}
+
+	return n > 0
+}
+
+func match(s, re string) bool { return regexp.MustCompile(re).MatchString(s) }
+
+// parseMembers counts the rows of `talosctl etcd members` and the learners among them.
+func parseMembers(out string) (members, learners int) {
+	inTable := false
+
+	for line := range strings.SplitSeq(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+
+		if f[len(f)-1] == "LEARNER" {
+			inTable = true
+
+			continue
+		}
+
+		if !inTable {
+			continue
+		}
+
+		switch f[len(f)-1] {
+		case "false":
+			members++
+		case "true":
+			members++
+			learners++
+		}
+	}
+
+	return members, learners
+}
+
+// --- results ---
+
+type results struct {
+	t     *testing.T
+	mu    sync.Mutex
+	lines []string
+}
+
+type result struct {
+	r    *results
+	ok   bool
+	name string
+}
+
+func (r *results) check(ok bool, format string, args ...any) *result {
+	name := fmt.Sprintf(format, args...)
+
+	r.mu.Lock()
+	defer r.mu.Unlock()
+
+	status := "PASS"
+	if !ok {
+		status = "FAIL"
+	}
+
+	r.lines = append(r.lines, status+"  "+name)
+
+	return &result{r: r, ok: ok, name: name}
+}
+
+// detail fails the test with the command's error and output when the check failed.
+func (res *result) detail(err error, out string) {
+	if res.ok {
+		return
+	}
+
+	res.r.t.Errorf("FAIL %s\nerror: %v\noutput:\n%s", res.name, err, out)
+}
+
+func (r *results) summary() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+
+	r.t.Logf("summary:\n%s", strings.Join(r.lines, "\n"))
+}
+
+// --- go tool helpers ---
+
+func goTool(t *testing.T) string {
+	t.Helper()
+
+	if g := os.Getenv("GO"); g != "" {
+		if p, err := exec.LookPath(g); err == nil {
+			return p
+		}
+	}
+
+	p, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("go tool not found: %v", err)
+	}
+
+	return p
+}
+
+func runGo(goBin, dir string, args ...string) (string, error) {
+	cmd := exec.Command(goBin, args...)
+	cmd.Dir = dir
+	// Never let a workspace file above pull the two modules together.
+	cmd.Env = append(os.Environ(), "GOWORK=off")
+
+	out, err := cmd.CombinedOutput()
+
+	return string(out), err
+}
+
+func goOut(t *testing.T, goBin, dir string, args ...string) string {
+	t.Helper()
+
+	out, err := runGo(goBin, dir, args...)
+	if err != nil {
+		if isDownloadError(out) {
+			t.Skipf("the talos module cannot be downloaded: go %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+
+		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+
+	return strings.TrimSpace(out)
+}
+
+func isDownloadError(out string) bool {
+	for _, s := range []string{"403 Forbidden", "404 Not Found", "dial tcp", "no such host", "i/o timeout", "reading https://", "GOPROXY", "GOFLAGS=-mod=mod"} {
+		if strings.Contains(out, s) {
+			return true
+		}
+	}
+
+	return false
+}
+
+// cacheDir is $XDG_CACHE_HOME/talchaos or ~/.cache/talchaos.
+func cacheDir() (string, error) {
+	base := os.Getenv("XDG_CACHE_HOME")
+	if base == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", err
+		}
+
+		base = filepath.Join(home, ".cache")
+	}
+
+	dir := filepath.Join(base, "talchaos")
+
+	return dir, os.MkdirAll(dir, 0o755)
+}
+
+// cachedTalosctl returns <cache>/talosctl-<version>, building it from the
+// talos module pinned in this module's go.mod when it is not there yet.
+func cachedTalosctl(goBin, compatDir, version string) (string, error) {
+	dir, err := cacheDir()
+	if err != nil {
+		return "", fmt.Errorf("cache dir: %w", err)
+	}
+
+	bin := filepath.Join(dir, "talosctl-"+version)
+	if fi, err := os.Stat(bin); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+		return bin, nil
+	}
+
+	tmp := fmt.Sprintf("%s.tmp-%d", bin, os.Getpid())
+	defer os.Remove(tmp) //nolint:errcheck
+
+	if out, err := runGo(goBin, compatDir, "build", "-trimpath", "-o", tmp, talosctlPkg); err != nil {
+		return "", fmt.Errorf("build talosctl %s: %w\n%s", version, err, out)
+	}
+
+	if err := os.Rename(tmp, bin); err != nil {
+		return "", err
+	}
+
+	return bin, nil
+}

@@ -1,0 +1,217 @@
+package reports
+
+import (
+	"encoding/xml"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/talchaos/talchaos/harness/result"
+)
+
+// JUnit XML shapes (the de-facto schema read by Jenkins, GitLab, GitHub
+// reporters and friends).
+type junitTestSuites struct {
+	XMLName xml.Name         `xml:"testsuites"`
+	Suites  []junitTestSuite `xml:"testsuite"`
+}
+
+type junitTestSuite struct {
+	Name       string          `xml:"name,attr"`
+	Tests      int             `xml:"tests,attr"`
+	Failures   int             `xml:"failures,attr"`
+	Errors     int             `xml:"errors,attr"`
+	Time       string          `xml:"time,attr"`
+	Timestamp  string          `xml:"timestamp,attr,omitempty"`
+	Properties []junitProperty `xml:"properties>property,omitempty"`
+	Cases      []junitTestCase `xml:"testcase"`
+}
+
+type junitProperty struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
+}
+
+type junitTestCase struct {
+	Classname string        `xml:"classname,attr"`
+	Name      string        `xml:"name,attr"`
+	Time      string        `xml:"time,attr"`
+	Failure   *junitProblem `xml:"failure,omitempty"`
+	Error     *junitProblem `xml:"error,omitempty"`
+	SystemOut *junitText    `xml:"system-out,omitempty"`
+}
+
+// junitText is element text written as CDATA, so multi-line output stays
+// readable in the file (encoding/xml would escape every newline as &#xA;).
+type junitText struct {
+	Text string `xml:",cdata"`
+}
+
+type junitProblem struct {
+	Message string `xml:"message,attr"`
+	Body    string `xml:",cdata"`
+}
+
+// marshalJUnit renders junit.xml: one suite "talchaos" holding one test case
+// for the run. Verdict fail gives a <failure>, error (or an unknown verdict,
+// so it never passes silently) an <error>, pass neither.
+func marshalJUnit(r *result.Result) ([]byte, error) {
+	secs := fmt.Sprintf("%.3f", float64(r.DurationMs)/1000)
+
+	tc := junitTestCase{
+		Classname: "talchaos." + r.Target,
+		Name:      fmt.Sprintf("%s (seed %d)", r.Scenario, r.Seed),
+		Time:      secs,
+		SystemOut: &junitText{Text: xmlSafe("replay: " + replayCmd(r) + "\n\n" + Summary(r))},
+	}
+
+	suite := junitTestSuite{
+		Name:  "talchaos",
+		Tests: 1,
+		Time:  secs,
+		Properties: []junitProperty{
+			{Name: "scenario", Value: r.Scenario},
+			{Name: "target", Value: r.Target},
+			{Name: "seed", Value: fmt.Sprint(r.Seed)},
+			{Name: "talos", Value: r.Talos},
+			{Name: "verdict", Value: r.Verdict},
+		},
+	}
+
+	if r.File != "" {
+		suite.Properties = append(suite.Properties, junitProperty{Name: "file", Value: r.File})
+	}
+
+	// The JUnit schema's timestamp has no zone; emit UTC if StartedAt parses.
+	if t, err := time.Parse(time.RFC3339Nano, r.StartedAt); err == nil {
+		suite.Timestamp = t.UTC().Format("2006-01-02T15:04:05")
+	}
+
+	switch r.Verdict {
+	case result.Pass:
+	case result.Fail:
+		suite.Failures = 1
+		tc.Failure = &junitProblem{Message: failureMessage(r), Body: xmlSafe(problemBody(r))}
+	default:
+		suite.Errors = 1
+
+		msg := firstLine(r.Error)
+		if r.Verdict != result.Error {
+			msg = fmt.Sprintf("unknown verdict %q", r.Verdict)
+			if r.Error != "" {
+				msg += ": " + firstLine(r.Error)
+			}
+		} else if msg == "" {
+			msg = "harness error"
+		}
+
+		tc.Error = &junitProblem{Message: msg, Body: xmlSafe(problemBody(r))}
+	}
+
+	suite.Cases = []junitTestCase{tc}
+
+	out, err := xml.MarshalIndent(junitTestSuites{Suites: []junitTestSuite{suite}}, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("reports: marshal %s: %w", JUnitFile, err)
+	}
+
+	return append(append([]byte(xml.Header), out...), '\n'), nil
+}
+
+// failureMessage is the one-line message attribute of <failure>.
+func failureMessage(r *result.Result) string {
+	var parts []string
+
+	if failed := failedChecks(r); len(failed) > 0 {
+		names := make([]string, len(failed))
+		for i, c := range failed {
+			names[i] = c.Name
+		}
+
+		parts = append(parts, fmt.Sprintf("%d of %d checks failed: %s",
+			len(failed), len(r.Checks), strings.Join(names, ", ")))
+	}
+
+	if len(r.Diagnoses) > 0 {
+		codes := make([]string, len(r.Diagnoses))
+		for i, d := range r.Diagnoses {
+			codes[i] = d.Code
+		}
+
+		parts = append(parts, "diagnoses: "+strings.Join(codes, ", "))
+	}
+
+	if len(parts) == 0 {
+		return "scenario expectations did not hold"
+	}
+
+	return strings.Join(parts, "; ")
+}
+
+// problemBody is the text inside <failure> or <error>: the harness error if
+// any, the failed checks and the diagnoses with their evidence.
+func problemBody(r *result.Result) string {
+	var b strings.Builder
+
+	if r.Error != "" {
+		b.WriteString("error:\n")
+		writeIndented(&b, "  ", r.Error)
+	}
+
+	if failed := failedChecks(r); len(failed) > 0 {
+		b.WriteString("failed checks:\n")
+
+		for _, c := range failed {
+			fmt.Fprintf(&b, "  - %s: expected %s, actual %s\n", oneLine(c.Name), oneLine(c.Expected), oneLine(c.Actual))
+		}
+	}
+
+	if len(r.Diagnoses) > 0 {
+		b.WriteString("diagnoses:\n")
+
+		for _, d := range r.Diagnoses {
+			fmt.Fprintf(&b, "  - %s  %s  %s\n", d.Code, orDash(d.Node), oneLine(d.Message))
+
+			if d.Evidence != "" {
+				writeIndented(&b, "      ", "evidence: "+d.Evidence)
+			}
+		}
+	}
+
+	return b.String()
+}
+
+// writeIndented writes s line by line, each prefixed with indent.
+func writeIndented(b *strings.Builder, indent, s string) {
+	for line := range strings.SplitSeq(trimNL(s), "\n") {
+		b.WriteString(indent)
+		b.WriteString(strings.TrimRight(line, "\r"))
+		b.WriteByte('\n')
+	}
+}
+
+// xmlSafe replaces characters XML 1.0 cannot hold (NUL, most C0 controls such
+// as the ESC of ANSI colour codes in captured logs) with U+FFFD. encoding/xml
+// does this for attributes and escaped text, but writes CDATA verbatim.
+func xmlSafe(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r == '\t' || r == '\n' || r == '\r',
+			r >= 0x20 && r <= 0xD7FF,
+			r >= 0xE000 && r <= 0xFFFD,
+			r >= 0x10000 && r <= 0x10FFFF:
+			return r
+		}
+
+		return '\uFFFD'
+	}, s)
+}
+
+func firstLine(s string) string {
+	s = strings.TrimLeft(s, "\r\n")
+	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
+		return s[:i]
+	}
+
+	return s
+}

@@ -1,0 +1,766 @@
+package reports
+
+import (
+	"encoding/xml"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/talchaos/talchaos/harness/eventlog"
+	"github.com/talchaos/talchaos/harness/result"
+)
+
+func emptyResult() *result.Result {
+	return &result.Result{
+		Schema:   result.Schema,
+		Scenario: "empty",
+		Target:   "sim",
+		Seed:     1,
+		Talos:    "v1.13.0",
+		Verdict:  result.Pass,
+		Replay:   "talchaos run scenarios/empty.yaml --target sim --seed 1",
+	}
+}
+
+func passResult() *result.Result {
+	return &result.Result{
+		Schema:    result.Schema,
+		Scenario:  "learner-promotion",
+		File:      "scenarios/learner-promotion.yaml",
+		Target:    "docker",
+		Seed:      42,
+		Talos:     "v1.13.9",
+		TimeScale: 1,
+		Verdict:   result.Pass,
+		Outcome: result.Outcome{
+			Converged: true,
+			Voters:    3,
+			Members: []result.Member{
+				{ID: "8e9e05c52164694d", Hostname: "cp-1", PeerURLs: []string{"https://10.5.0.2:2380"}},
+				{ID: "91bc3c398fb3c146", Hostname: "cp-2"}, // nil PeerURLs
+			},
+			Nodes: []result.NodeOutcome{
+				{Name: "cp-1", Address: "10.5.0.2", Role: "controlplane", Stage: "running", EtcdState: "running", EtcdHealth: "healthy"},
+				{Name: "cp-2", Address: "10.5.0.3", Role: "controlplane", Stage: "running", EtcdState: "running", EtcdHealth: "healthy"},
+			},
+		},
+		Checks: []result.Check{
+			{Name: "converged", Expected: "true", Actual: "true", Passed: true},
+			{Name: "voters", Expected: "3", Actual: "3", Passed: true},
+		},
+		Events: []eventlog.Event{
+			{TMs: 0, Kind: "orchestrator.apply", Msg: "apply cp-1"},
+			{TMs: 1500, Node: "cp-2", Kind: "etcd.learner-added", Msg: "learner 91bc added"},
+		},
+		StartedAt:  "2026-03-01T10:00:00Z",
+		DurationMs: 83456,
+		Replay:     "talchaos run scenarios/learner-promotion.yaml --target docker --seed 42",
+	}
+}
+
+func failResult() *result.Result {
+	r := passResult()
+	r.Scenario = "partition-during-join"
+	r.Verdict = result.Fail
+	r.Outcome.Converged = false
+	r.Outcome.Voters = 2
+	r.Outcome.Learners = 1
+	r.Outcome.NodesInMaintenance = []string{"cp-3"}
+	r.Outcome.Nodes = append(slices.Clone(r.Outcome.Nodes), result.NodeOutcome{
+		Name: "cp-3", Address: "10.5.0.4", Role: "controlplane", Stage: "maintenance",
+		APIError: "rpc error: code = Unavailable",
+	})
+	r.Checks = []result.Check{
+		{Name: "converged", Expected: "true", Actual: "false"},
+		{Name: "voters", Expected: "3", Actual: "2"},
+		{Name: "no-maintenance", Expected: "[]", Actual: "[cp-3]"},
+		{Name: "api-reachable", Expected: "all", Actual: "all", Passed: true},
+	}
+	r.Diagnoses = []result.Diagnosis{
+		{Code: "LEARNER_STUCK", Node: "cp-2", Message: "learner never promoted", Evidence: "member 91bc isLearner=true at t=300s\nraft index lag 1200", TMs: 300000},
+		{Code: "NODE_IN_MAINTENANCE", Node: "cp-3", Message: "node booted into maintenance <& \"quoted\" | piped>", Evidence: "stage=maintenance", TMs: 310000},
+	}
+	r.Faults = []result.Fault{
+		{Name: "partition-cp3", Kind: "partition", Node: "cp-3", Trigger: "etcd.learner-added", StartMs: 1500, EndMs: 31500},
+		{Name: "kill-cp2", Kind: "kill", Node: "cp-2", Trigger: "at:10s", StartMs: 10000, Error: "container not found"},
+	}
+
+	return r
+}
+
+func errorResult() *result.Result {
+	r := emptyResult()
+	r.Scenario = "boot"
+	r.Verdict = result.Error
+	r.Error = "target docker: cannot create network: permission denied\nsecond line <with> & specials"
+	r.DurationMs = 1234
+
+	return r
+}
+
+func TestWriteFiles(t *testing.T) {
+	tests := []struct {
+		name string
+		r    *result.Result
+	}{
+		{"empty", emptyResult()},
+		{"pass", passResult()},
+		{"fail", failResult()},
+		{"error", errorResult()},
+	}
+
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "out", "nested")
+
+			paths, err := Write(dir, tt.r)
+			if err != nil {
+				t.Fatalf("Write: %v", err)
+			}
+
+			want := []string{JSONFile, JUnitFile, SummaryFile}
+			if len(paths) != len(want) {
+				t.Fatalf("paths = %v, want %d entries", paths, len(want))
+			}
+
+			for i, p := range paths {
+				if !filepath.IsAbs(p) {
+					t.Errorf("path %q is not absolute", p)
+				}
+
+				if filepath.Base(p) != want[i] {
+					t.Errorf("paths[%d] = %q, want base %q", i, p, want[i])
+				}
+
+				st, err := os.Stat(p)
+				if err != nil {
+					t.Fatalf("stat: %v", err)
+				}
+
+				if st.Size() == 0 {
+					t.Errorf("%s is empty", p)
+				}
+
+				if perm := st.Mode().Perm(); perm != 0o644 {
+					t.Errorf("%s mode = %v, want 0644", p, perm)
+				}
+			}
+
+			// Atomic writes leave nothing but the three reports behind.
+			assertDirHolds(t, dir, want)
+		})
+	}
+}
+
+func assertDirHolds(t *testing.T, dir string, names []string) {
+	t.Helper()
+
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var got []string
+	for _, e := range entries {
+		got = append(got, e.Name())
+	}
+
+	want := slices.Sorted(slices.Values(names))
+	if !slices.Equal(got, want) {
+		t.Errorf("dir holds %v, want %v", got, want)
+	}
+}
+
+func TestJSONRoundTrip(t *testing.T) {
+	tests := []struct {
+		name string
+		r    *result.Result
+	}{
+		{"empty", emptyResult()},
+		{"pass", passResult()},
+		{"fail", failResult()},
+		{"error", errorResult()},
+	}
+
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if _, err := Write(dir, tt.r); err != nil {
+				t.Fatal(err)
+			}
+
+			got, err := ReadJSON(filepath.Join(dir, JSONFile))
+			if err != nil {
+				t.Fatalf("ReadJSON: %v", err)
+			}
+
+			if want := normalize(tt.r); !reflect.DeepEqual(got, want) {
+				t.Errorf("round trip mismatch:\n got %+v\nwant %+v", got, want)
+			}
+		})
+	}
+}
+
+func TestJSONEmptyListsAndNoMutation(t *testing.T) {
+	r := emptyResult()
+	r.Schema = "" // filled in on write
+	r.Outcome.Members = []result.Member{{ID: "1", Hostname: "cp-1"}}
+
+	dir := t.TempDir()
+	if _, err := Write(dir, r); err != nil {
+		t.Fatal(err)
+	}
+
+	data, err := os.ReadFile(filepath.Join(dir, JSONFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	s := string(data)
+	for _, want := range []string{
+		`"schema": "` + result.Schema + `"`,
+		`"diagnoses": []`,
+		`"checks": []`,
+		`"faults": []`,
+		`"events": []`,
+		`"nodesInMaintenance": []`,
+		`"peerURLs": []`,
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("report.json lacks %s:\n%s", want, s)
+		}
+	}
+
+	if strings.Contains(s, "null") {
+		t.Errorf("report.json contains null:\n%s", s)
+	}
+
+	if !strings.HasSuffix(s, "}\n") {
+		t.Errorf("report.json does not end with a newline")
+	}
+
+	// The caller's value is untouched.
+	if r.Schema != "" || r.Diagnoses != nil || r.Checks != nil || r.Faults != nil || r.Events != nil ||
+		r.Outcome.NodesInMaintenance != nil || r.Outcome.Members[0].PeerURLs != nil {
+		t.Errorf("Write mutated its input: %+v", r)
+	}
+}
+
+func TestReadJSONErrors(t *testing.T) {
+	tests := []struct {
+		name    string
+		content string
+		wantErr string
+	}{
+		{"wrong schema", `{"schema":"talchaos.report/v0","scenario":"x"}`, "schema"},
+		{"missing schema", `{"scenario":"x"}`, "schema"},
+		{"wrong schema bad shape", `{"schema":"talchaos.report/v2","seed":"not a number"}`, "schema"},
+		{"not json", `report`, "invalid"},
+		{"bad field type", `{"schema":"` + result.Schema + `","seed":"x"}`, "seed"},
+	}
+
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), JSONFile)
+			if err := os.WriteFile(p, []byte(tt.content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+
+			_, err := ReadJSON(p)
+			if err == nil {
+				t.Fatal("ReadJSON succeeded, want error")
+			}
+
+			if !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("error %q does not mention %q", err, tt.wantErr)
+			}
+		})
+	}
+
+	if _, err := ReadJSON(filepath.Join(t.TempDir(), "missing.json")); err == nil {
+		t.Error("ReadJSON of a missing file succeeded")
+	}
+}
+
+func TestWriteRejectsForeignSchemaAndNil(t *testing.T) {
+	r := emptyResult()
+	r.Schema = "talchaos.report/v0"
+
+	if _, err := Write(t.TempDir(), r); err == nil {
+		t.Error("Write accepted a foreign schema")
+	}
+
+	if _, err := Write(t.TempDir(), nil); err == nil {
+		t.Error("Write accepted a nil result")
+	}
+}
+
+// junit mirrors the parts of junit.xml the tests inspect.
+type junit struct {
+	XMLName xml.Name `xml:"testsuites"`
+	Suites  []struct {
+		Name     string `xml:"name,attr"`
+		Tests    int    `xml:"tests,attr"`
+		Failures int    `xml:"failures,attr"`
+		Errors   int    `xml:"errors,attr"`
+		Time     string `xml:"time,attr"`
+		Cases    []struct {
+			Classname string `xml:"classname,attr"`
+			Name      string `xml:"name,attr"`
+			Time      string `xml:"time,attr"`
+			Failure   *struct {
+				Message string `xml:"message,attr"`
+				Body    string `xml:",chardata"`
+			} `xml:"failure"`
+			Error *struct {
+				Message string `xml:"message,attr"`
+				Body    string `xml:",chardata"`
+			} `xml:"error"`
+			SystemOut string `xml:"system-out"`
+		} `xml:"testcase"`
+	} `xml:"testsuite"`
+}
+
+func TestJUnit(t *testing.T) {
+	tests := []struct {
+		name         string
+		r            *result.Result
+		wantFailures int
+		wantErrors   int
+		wantTime     string
+		wantInBody   []string
+	}{
+		{"empty", emptyResult(), 0, 0, "0.000", nil},
+		{"pass", passResult(), 0, 0, "83.456", nil},
+		{
+			"fail", failResult(), 1, 0, "83.456",
+			[]string{
+				"converged: expected true, actual false",
+				"voters: expected 3, actual 2",
+				"no-maintenance: expected [], actual [cp-3]",
+				"LEARNER_STUCK  cp-2  learner never promoted",
+				`NODE_IN_MAINTENANCE  cp-3  node booted into maintenance <& "quoted" | piped>`,
+				"evidence: member 91bc isLearner=true at t=300s",
+			},
+		},
+		{
+			"error", errorResult(), 0, 1, "1.234",
+			[]string{"permission denied", "second line <with> & specials"},
+		},
+		{
+			"error with awkward text",
+			func() *result.Result {
+				r := errorResult()
+				r.Error = "log: \x1b[31mred\x1b[0m nul\x00 ]]> end <![CDATA[ x"
+				return r
+			}(),
+			0, 1, "1.234",
+			[]string{"log: \uFFFD[31mred\uFFFD[0m nul\uFFFD ]]> end <![CDATA[ x"},
+		},
+		{"unknown verdict", func() *result.Result { r := emptyResult(); r.Verdict = ""; return r }(), 0, 1, "0.000", nil},
+	}
+
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if _, err := Write(dir, tt.r); err != nil {
+				t.Fatal(err)
+			}
+
+			data, err := os.ReadFile(filepath.Join(dir, JUnitFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			if !strings.HasPrefix(string(data), xml.Header) {
+				t.Errorf("junit.xml lacks the XML header")
+			}
+
+			var j junit
+			if err := xml.Unmarshal(data, &j); err != nil {
+				t.Fatalf("junit.xml does not parse: %v\n%s", err, data)
+			}
+
+			if len(j.Suites) != 1 {
+				t.Fatalf("%d suites, want 1", len(j.Suites))
+			}
+
+			s := j.Suites[0]
+			if s.Name != "talchaos" || s.Tests != 1 || s.Failures != tt.wantFailures || s.Errors != tt.wantErrors || s.Time != tt.wantTime {
+				t.Errorf("suite = name %q tests %d failures %d errors %d time %q, want talchaos 1 %d %d %q",
+					s.Name, s.Tests, s.Failures, s.Errors, s.Time, tt.wantFailures, tt.wantErrors, tt.wantTime)
+			}
+
+			if len(s.Cases) != 1 {
+				t.Fatalf("%d test cases, want 1", len(s.Cases))
+			}
+
+			c := s.Cases[0]
+			if want := "talchaos." + tt.r.Target; c.Classname != want {
+				t.Errorf("classname = %q, want %q", c.Classname, want)
+			}
+
+			if want := tt.r.Scenario + " (seed " + strconv.FormatInt(tt.r.Seed, 10) + ")"; c.Name != want {
+				t.Errorf("name = %q, want %q", c.Name, want)
+			}
+
+			if c.Time != tt.wantTime {
+				t.Errorf("testcase time = %q, want %q", c.Time, tt.wantTime)
+			}
+
+			if (c.Failure != nil) != (tt.r.Verdict == result.Fail) {
+				t.Errorf("failure element present = %v, verdict %q", c.Failure != nil, tt.r.Verdict)
+			}
+
+			if (c.Error != nil) != (tt.wantErrors == 1) {
+				t.Errorf("error element present = %v, want %v", c.Error != nil, tt.wantErrors == 1)
+			}
+
+			var body, msg string
+
+			switch {
+			case c.Failure != nil:
+				body, msg = c.Failure.Body, c.Failure.Message
+			case c.Error != nil:
+				body, msg = c.Error.Body, c.Error.Message
+			}
+
+			if (c.Failure != nil || c.Error != nil) && msg == "" {
+				t.Error("failure/error has an empty message")
+			}
+
+			for _, want := range tt.wantInBody {
+				if !strings.Contains(body, want) {
+					t.Errorf("failure/error body lacks %q:\n%s", want, body)
+				}
+			}
+
+			if tt.r.Verdict == result.Fail && strings.Contains(body, "api-reachable") {
+				t.Errorf("failure body lists a passed check:\n%s", body)
+			}
+
+			if !strings.Contains(c.SystemOut, "replay: "+tt.r.Replay) {
+				t.Errorf("system-out lacks the replay command:\n%s", c.SystemOut)
+			}
+
+			if !strings.Contains(c.SystemOut, xmlSafe(Summary(tt.r))) {
+				t.Errorf("system-out lacks the summary:\n%s", c.SystemOut)
+			}
+		})
+	}
+}
+
+func TestSummary(t *testing.T) {
+	tests := []struct {
+		name      string
+		r         *result.Result
+		firstLine string
+		want      []string
+		notWant   []string
+	}{
+		{
+			"empty", emptyResult(),
+			"PASS  empty  target=sim seed=1 talos=v1.13.0  0s",
+			[]string{"outcome: not converged  voters=0 learners=0  in maintenance: none", "checks: none"},
+			[]string{"diagnoses:", "faults:", "error:", "nodes:"},
+		},
+		{
+			"pass", passResult(),
+			"PASS  learner-promotion  target=docker seed=42 talos=v1.13.9  1m23s",
+			[]string{
+				"file: scenarios/learner-promotion.yaml  started: 2026-03-01T10:00:00Z",
+				"outcome: converged  voters=3 learners=0",
+				"checks: all 2 passed",
+				"✓  converged  expected true  actual true",
+				"NODE  ADDRESS   ROLE          STAGE    ETCD     HEALTH\n",
+				"cp-1  10.5.0.2  controlplane  running  running  healthy\n",
+				"events: 2 recorded",
+			},
+			[]string{"✗", "NOTE"},
+		},
+		{
+			"fail", failResult(),
+			"FAIL  partition-during-join  target=docker seed=42 talos=v1.13.9  1m23s",
+			[]string{
+				"in maintenance: cp-3",
+				"checks: 3 of 4 failed",
+				"✗  converged       expected true  actual false",
+				"✓  api-reachable   expected all   actual all",
+				"LEARNER_STUCK        cp-2  learner never promoted (at 300s)",
+				"NODE_IN_MAINTENANCE  cp-3  node booted into maintenance",
+				"                           evidence: member 91bc isLearner=true at t=300s\n",
+				"                                     raft index lag 1200\n",
+				"cp-3  10.5.0.4  controlplane  maintenance  -        -        api: rpc error",
+				"partition-cp3  partition  cp-3  etcd.learner-added  1.5s → 31.5s",
+				"kill-cp2       kill       cp-2  at:10s              10s → -       error: container not found",
+			},
+			[]string{"\x1b["},
+		},
+		{
+			"error", errorResult(),
+			"ERROR  boot  target=sim seed=1 talos=v1.13.0  1.23s",
+			[]string{"error:\n  target docker: cannot create network: permission denied\n  second line <with> & specials\n"},
+			nil,
+		},
+	}
+
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := Summary(tt.r)
+
+			first, _, _ := strings.Cut(s, "\n")
+			if first != tt.firstLine {
+				t.Errorf("first line = %q, want %q", first, tt.firstLine)
+			}
+
+			for _, d := range tt.r.Diagnoses {
+				if !strings.Contains(s, d.Code) {
+					t.Errorf("summary lacks diagnosis code %s", d.Code)
+				}
+			}
+
+			lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+			if last := lines[len(lines)-1]; last != "replay: "+tt.r.Replay {
+				t.Errorf("last line = %q, want the replay command", last)
+			}
+
+			for _, w := range tt.want {
+				if !strings.Contains(s, w) {
+					t.Errorf("summary lacks %q:\n%s", w, s)
+				}
+			}
+
+			for _, w := range tt.notWant {
+				if strings.Contains(s, w) {
+					t.Errorf("summary contains %q:\n%s", w, s)
+				}
+			}
+
+			for i, l := range lines {
+				if strings.HasSuffix(l, " ") {
+					t.Errorf("line %d has trailing spaces: %q", i+1, l)
+				}
+			}
+
+			if testing.Verbose() {
+				t.Logf("\n%s", s)
+			}
+		})
+	}
+}
+
+func TestSummaryControlChars(t *testing.T) {
+	r := errorResult()
+	r.Error = "\x1b[31mboom\x1b[0m\tafter tab"
+	r.Diagnoses = []result.Diagnosis{{Code: "X", Node: "cp-1", Message: "m\x07", Evidence: "\x1b[1mbold"}}
+
+	s := Summary(r)
+	if strings.ContainsAny(s, "\x1b\x07") {
+		t.Errorf("summary passes control characters through: %q", s)
+	}
+
+	if !strings.Contains(s, "\uFFFD[31mboom\uFFFD[0m after tab") {
+		t.Errorf("summary error line not sanitised: %q", s)
+	}
+}
+
+func TestNilResult(t *testing.T) {
+	if s := Summary(nil); !strings.HasPrefix(s, "ERROR") {
+		t.Errorf("Summary(nil) = %q", s)
+	}
+
+	if s := Markdown(nil); !strings.Contains(s, "ERROR") {
+		t.Errorf("Markdown(nil) = %q", s)
+	}
+}
+
+func TestSummaryWithoutReplay(t *testing.T) {
+	r := emptyResult()
+	r.Replay = ""
+
+	if s := Summary(r); !strings.HasSuffix(s, "replay: (not recorded)\n") {
+		t.Errorf("summary does not end with a replay line:\n%s", s)
+	}
+}
+
+func TestMarkdown(t *testing.T) {
+	r := failResult()
+
+	md := Markdown(r)
+	for _, want := range []string{
+		"# FAIL: `partition-during-join`",
+		"- **Target:** `docker`",
+		"## Checks",
+		"| ✗ | converged | `true` | `false` |",
+		"### `LEARNER_STUCK` on `cp-2` at 300s",
+		`node booted into maintenance \<\& "quoted" \| piped\>`,
+		"```text\nmember 91bc isLearner=true at t=300s\nraft index lag 1200\n```",
+		"| `kill-cp2` | kill | `cp-2` | at:10s | 10s | - | container not found |",
+		"## Replay\n\n```sh\n" + r.Replay + "\n```\n",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md)
+		}
+	}
+
+	dir := t.TempDir()
+	if _, err := Write(dir, r); err != nil {
+		t.Fatal(err)
+	}
+
+	data, err := os.ReadFile(filepath.Join(dir, SummaryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if string(data) != md {
+		t.Error("summary.md differs from Markdown()")
+	}
+}
+
+func TestMarkdownEscaping(t *testing.T) {
+	tests := []struct {
+		in, code, text string
+	}{
+		{"plain", "`plain`", "plain"},
+		{"a`b", "``a`b``", "a\\`b"},
+		{"`x`", "`` `x` ``", "\\`x\\`"},
+		{"a|b", "`a\\|b`", "a\\|b"},
+		{"", "-", "-"},
+	}
+
+	for _, tt := range tests {
+		if got := mdCode(tt.in, true); got != tt.code {
+			t.Errorf("mdCode(%q) = %q, want %q", tt.in, got, tt.code)
+		}
+
+		if got := mdText(tt.in, true); got != tt.text {
+			t.Errorf("mdText(%q) = %q, want %q", tt.in, got, tt.text)
+		}
+	}
+
+	if got := mdFence("text", "a\n```\nb"); got != "````text\na\n```\nb\n````\n" {
+		t.Errorf("mdFence = %q", got)
+	}
+
+	if got := mdFence("text", "\x1b[1mx"); got != "```text\n\uFFFD[1mx\n```\n" {
+		t.Errorf("mdFence with ESC = %q", got)
+	}
+
+	if got := mdText("a\r\nb\nc", true); got != "a<br>b<br>c" {
+		t.Errorf("mdText multi-line = %q", got)
+	}
+}
+
+func TestWriteOverwrites(t *testing.T) {
+	dir := t.TempDir()
+
+	if _, err := Write(dir, failResult()); err != nil {
+		t.Fatal(err)
+	}
+
+	r := passResult()
+	if _, err := Write(dir, r); err != nil {
+		t.Fatal(err)
+	}
+
+	got, err := ReadJSON(filepath.Join(dir, JSONFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if got.Verdict != result.Pass || got.Scenario != r.Scenario {
+		t.Errorf("second Write did not replace report.json: %+v", got)
+	}
+
+	assertDirHolds(t, dir, []string{JSONFile, JUnitFile, SummaryFile})
+}
+
+func TestWriteErrors(t *testing.T) {
+	t.Run("parent is a regular file", func(t *testing.T) {
+		base := t.TempDir()
+
+		file := filepath.Join(base, "file")
+		if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+
+		for _, dir := range []string{file, filepath.Join(file, "sub")} {
+			paths, err := Write(dir, passResult())
+			if err == nil {
+				t.Errorf("Write(%q) succeeded, want error", dir)
+			}
+
+			if len(paths) != 0 {
+				t.Errorf("Write(%q) reported paths %v", dir, paths)
+			}
+		}
+	})
+
+	t.Run("rename fails, temp file removed", func(t *testing.T) {
+		dir := t.TempDir()
+
+		// A non-empty directory where report.json should go makes the
+		// final rename fail after the other two files are written.
+		blocker := filepath.Join(dir, JSONFile)
+		if err := os.MkdirAll(filepath.Join(blocker, "x"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+
+		paths, err := Write(dir, failResult())
+		if err == nil {
+			t.Fatal("Write succeeded, want error")
+		}
+
+		if !strings.Contains(err.Error(), JSONFile) {
+			t.Errorf("error %q does not name %s", err, JSONFile)
+		}
+
+		want := []string{filepath.Join(dir, JUnitFile), filepath.Join(dir, SummaryFile)}
+		if !slices.Equal(paths, want) {
+			t.Errorf("paths = %v, want %v", paths, want)
+		}
+
+		assertDirHolds(t, dir, []string{JSONFile, JUnitFile, SummaryFile})
+	})
+}
+
+func TestFormatting(t *testing.T) {
+	durations := []struct {
+		ms   int64
+		want string
+	}{
+		{0, "0s"},
+		{850, "850ms"},
+		{1234, "1.23s"},
+		{59999, "1m0s"},
+		{83456, "1m23s"},
+		{3723000, "1h2m3s"},
+	}
+
+	for _, tt := range durations {
+		if got := fmtDuration(tt.ms); got != tt.want {
+			t.Errorf("fmtDuration(%d) = %q, want %q", tt.ms, got, tt.want)
+		}
+	}
+
+	seconds := []struct {
+		ms   int64
+		want string
+	}{
+		{0, "0s"},
+		{1500, "1.5s"},
+		{12345, "12.345s"},
+		{300000, "300s"},
+	}
+
+	for _, tt := range seconds {
+		if got := fmtSeconds(tt.ms); got != tt.want {
+			t.Errorf("fmtSeconds(%d) = %q, want %q", tt.ms, got, tt.want)
+		}
+	}
+}
