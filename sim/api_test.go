@@ -2,6 +2,7 @@ package sim_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -152,7 +153,11 @@ func TestMaintenanceThenMutualTLS(t *testing.T) {
 		defer ic2.Close() //nolint:errcheck
 
 		_, err = ic2.Disks(ctx)
-		if err == nil || !strings.Contains(err.Error(), "tls: certificate required") {
+		if err == nil {
+			return errors.New("the insecure client still works: the node is in maintenance")
+		}
+
+		if !strings.Contains(err.Error(), "tls: certificate required") {
 			return err
 		}
 
