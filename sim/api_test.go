@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -384,5 +385,68 @@ func TestCloseFreesPortsAndTempDir(t *testing.T) {
 		}
 
 		l.Close() //nolint:errcheck
+	}
+}
+
+// A member that never gets ready (it restarted without a quorum to publish
+// itself to) must not hold up Close: etcd's own embed.Close would wait for its
+// client servers forever.
+func TestCloseWithAMemberThatNeverGetsReady(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	c := formed(t, ctx, 2)
+	cp1, cl := secure(t, ctx, c, c.Nodes()[0]), secure(t, ctx, c, c.Nodes()[1])
+
+	// cp1 goes down for good, then cp2 restarts without a quorum to publish to.
+	inject(t, ctx, c, scenario.Fault{Kind: "power-off", Node: "cp1"})
+	eventually(t, time.Minute, func() error {
+		if _, err := cp1.Version(ctx); err == nil {
+			return errors.New("cp1 still answers")
+		}
+
+		return nil
+	})
+
+	started := func() (string, error) {
+		s, err := etcdService(ctx, cl)
+		if err != nil {
+			return "", err
+		}
+
+		for _, e := range slices.Backward(s.Events.Events) {
+			if strings.HasPrefix(e.Msg, "Started task etcd") {
+				return e.Msg, nil
+			}
+		}
+
+		return "", errors.New("etcd not started")
+	}
+
+	before, err := started()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	inject(t, ctx, c, scenario.Fault{Kind: "reboot", Node: "cp2"})
+	eventually(t, time.Minute, func() error {
+		if msg, err := started(); err != nil || msg == before {
+			return fmt.Errorf("etcd not restarted yet (%v)", err)
+		}
+
+		return nil
+	})
+
+	closed := make(chan error, 1)
+
+	go func() { closed <- c.Close() }()
+
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Close still waiting after a minute")
 	}
 }

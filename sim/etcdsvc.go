@@ -458,14 +458,20 @@ func (n *Node) runEtcdOnce(ctx context.Context, svc *service, args etcdStartArgs
 
 	select {
 	case <-ctx.Done():
-		e.Close()
+		// A power cut or the simulator's own teardown kills the process;
+		// otherwise Talos stops it with SIGTERM and etcd hands over leadership.
+		if n.powerCut.Load() || n.c.ctx.Err() != nil {
+			e.Server.HardStop()
+		}
+
+		closeEtcd(e)
 
 		return nil
 	case err := <-e.Err():
-		e.Close()
+		closeEtcd(e)
 		n.etcdLog.Printf(`{"level":"fatal","msg":"etcd exited","error":%q}`, fmt.Sprint(err))
 	case <-e.Server.StopNotify():
-		e.Close()
+		closeEtcd(e)
 	}
 
 	n.mu.Lock()
@@ -478,4 +484,19 @@ func (n *Node) runEtcdOnce(ctx context.Context, svc *service, args etcdStartArgs
 	}
 
 	return fmt.Errorf(`task "etcd" failed: exit code %d`, code)
+}
+
+// closeEtcd stops an embedded etcd whether or not it ever became ready. etcd
+// 3.6's embed.Etcd.Close first waits for its client servers, which start only
+// once the server is ready or stopping: a member that never got ready (a
+// learner cut off from its leader) would block Close forever, so such a
+// member is stopped first, as its process would be killed.
+func closeEtcd(e *embed.Etcd) {
+	select {
+	case <-e.Server.ReadyNotify():
+	default:
+		e.Server.HardStop()
+	}
+
+	e.Close()
 }

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/Shopify/toxiproxy/v2"
@@ -67,6 +68,8 @@ type Node struct {
 
 	// powerMu serialises power transitions (boot, reboot, reset, power off/on).
 	powerMu sync.Mutex
+	// powerCut is set while the node goes down without a clean shutdown.
+	powerCut atomic.Bool
 
 	mu          sync.Mutex
 	exitCode    int // the running etcd's exit code once it dies abnormally: 137 killed, 2 Go panic
@@ -283,7 +286,7 @@ func (n *Node) newEtcdClient(ctx context.Context, endpoints []string) (*clientv3
 func (n *Node) Reboot() error {
 	n.c.goNode(func() {
 		n.replyGrace()
-		n.powerCycle(wipeNothing, false, false)
+		n.powerCycle(wipeNothing, false, false, false)
 	})
 
 	return nil
@@ -316,7 +319,7 @@ func (n *Node) Reset(req *machine.ResetRequest) error {
 
 	n.c.goNode(func() {
 		n.replyGrace()
-		n.powerCycle(wipe, req.GetGraceful(), !req.GetReboot())
+		n.powerCycle(wipe, req.GetGraceful(), !req.GetReboot(), false)
 	})
 
 	return nil
@@ -359,9 +362,13 @@ func (n *Node) leaveEtcd() {
 
 // powerCycle takes the node down (services stopped, API closed), erases what the
 // wipe mode says, and boots it again unless halt.
-func (n *Node) powerCycle(wipe wipeMode, graceful, halt bool) {
+func (n *Node) powerCycle(wipe wipeMode, graceful, halt, cut bool) {
 	n.powerMu.Lock()
 	defer n.powerMu.Unlock()
+
+	// A power cut gives etcd no SIGTERM: no leadership transfer on the way down.
+	n.powerCut.Store(cut)
+	defer n.powerCut.Store(false)
 
 	if graceful {
 		n.leaveEtcd()

@@ -25,11 +25,11 @@ func (c *Cluster) Process(ctx context.Context, node string, op target.ProcessOp)
 	case target.PauseEtcd:
 		return c.pauseEtcd(ctx, n)
 	case target.RebootNode:
-		c.goNode(func() { n.powerCycle(wipeNothing, false, false) })
+		c.goNode(func() { n.powerCycle(wipeNothing, false, false, true) })
 
 		return noop, nil
 	case target.PowerOff:
-		c.goNode(func() { n.powerCycle(wipeNothing, false, true) })
+		c.goNode(func() { n.powerCycle(wipeNothing, false, true, true) })
 
 		return func() error {
 			c.goNode(n.powerOn)
@@ -37,11 +37,11 @@ func (c *Cluster) Process(ctx context.Context, node string, op target.ProcessOp)
 			return nil
 		}, nil
 	case target.WipeEtcd:
-		c.goNode(func() { n.powerCycle(wipeEtcd, false, false) })
+		c.goNode(func() { n.powerCycle(wipeEtcd, false, false, true) })
 
 		return noop, nil
 	case target.ResetGraceful, target.ResetForced:
-		c.goNode(func() { n.powerCycle(wipeAll, op == target.ResetGraceful, false) })
+		c.goNode(func() { n.powerCycle(wipeAll, op == target.ResetGraceful, false, false) })
 
 		return noop, nil
 	}
