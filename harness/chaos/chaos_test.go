@@ -69,22 +69,29 @@ func TestHolds(t *testing.T) {
 	// cp1 saw itself alone first; a later view includes the new learner.
 	o.Nodes["cp1"].Members = members
 
+	o.Nodes["cp2"].PromoteRefusals = 2
+
 	for _, tc := range []struct {
 		node, state string
+		count       int
 		want        bool
 	}{
-		{"cp1", "voter", true},
-		{"cp1", "etcd-running", true},
-		{"cp2", "learner", true}, // an unstarted learner is found by its peer URL
-		{"cp2", "member", true},
-		{"cp2", "voter", false},
-		{"cp2", "left-maintenance", true},
-		{"cp3", "left-maintenance", false},
-		{"cp3", "member", false},
-		{"cp1", "bootstrapped", false}, // two members now
+		{"cp1", "voter", 0, true},
+		{"cp1", "etcd-running", 0, true},
+		{"cp2", "learner", 0, true}, // an unstarted learner is found by its peer URL
+		{"cp2", "member", 0, true},
+		{"cp2", "voter", 0, false},
+		{"cp2", "left-maintenance", 0, true},
+		{"cp3", "left-maintenance", 0, false},
+		{"cp3", "member", 0, false},
+		{"cp1", "bootstrapped", 0, false}, // two members now
+		{"cp2", "promote-refused", 0, true},
+		{"cp2", "promote-refused", 2, true},
+		{"cp2", "promote-refused", 3, false},
+		{"cp1", "promote-refused", 0, false},
 	} {
-		if got := Holds(o, tc.node, tc.state); got != tc.want {
-			t.Errorf("Holds(%s, %s) = %v, want %v", tc.node, tc.state, got, tc.want)
+		if got := Holds(o, scenario.When{Node: tc.node, State: tc.state, Count: tc.count}); got != tc.want {
+			t.Errorf("Holds(%s, %s, %d) = %v, want %v", tc.node, tc.state, tc.count, got, tc.want)
 		}
 	}
 }

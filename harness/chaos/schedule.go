@@ -28,7 +28,7 @@ func (p Planned) Trigger() string {
 	case p.Spec.At != nil:
 		s = "at " + p.Spec.At.String()
 	case p.Spec.When != nil:
-		s = fmt.Sprintf("when %s is %s", p.Spec.When.Node, p.Spec.When.State)
+		s = "when " + describe(*p.Spec.When)
 		if p.Spec.When.After.Duration > 0 {
 			s += ", after " + p.Spec.When.After.String()
 		}
@@ -39,13 +39,27 @@ func (p Planned) Trigger() string {
 	}
 
 	if u := p.Spec.Until; u != nil {
-		s += fmt.Sprintf(", until %s is %s", u.Node, u.State)
+		s += ", until " + describe(*u)
 		if u.After.Duration > 0 {
 			s += " + " + u.After.String()
 		}
 	}
 
 	return s
+}
+
+// describe says what a trigger waits for: "cp2 is learner",
+// "cp2's promotion was refused 3 times".
+func describe(w scenario.When) string {
+	if w.State == scenario.StatePromoteRefused {
+		if w.Times() == 1 {
+			return w.Node + "'s promotion was refused"
+		}
+
+		return fmt.Sprintf("%s's promotion was refused %d times", w.Node, w.Times())
+	}
+
+	return w.Node + " is " + w.State
 }
 
 // Plan builds every fault of the scenario and checks the target can inject it,
@@ -101,14 +115,18 @@ func Plan(sc *scenario.Scenario, tgt target.Target, seed int64) ([]Planned, erro
 	return out, nil
 }
 
-// Holds reports whether the node is observed in the trigger state.
-func Holds(obs *check.Observation, node, state string) bool {
+// Holds reports whether the trigger's node is observed in its state.
+func Holds(obs *check.Observation, w scenario.When) bool {
+	node, state := w.Node, w.State
+
 	n := obs.Nodes[node]
 	if n == nil {
 		return false
 	}
 
 	switch state {
+	case scenario.StatePromoteRefused:
+		return n.PromoteRefusals >= w.Times()
 	case "left-maintenance":
 		return n.Mode == check.ModeConfigured
 	case "etcd-running":
@@ -195,21 +213,21 @@ func (s *Schedule) Run(ctx context.Context, observations <-chan *check.Observati
 
 			for i := range waiting {
 				w := s.planned[i].Spec.When
-				if Holds(obs, w.Node, w.State) {
+				if Holds(obs, *w) {
 					delete(waiting, i)
-					s.log.Add(w.Node, "fault.trigger", fmt.Sprintf("%s: %s is %s", s.planned[i].Spec.Name, w.Node, w.State))
+					s.log.Add(w.Node, "fault.trigger", fmt.Sprintf("%s: %s", s.planned[i].Spec.Name, describe(*w)))
 					s.startAfter(ctx, i, s.real(w.After))
 				}
 			}
 
 			for i, p := range s.planned {
 				u := p.Spec.Until
-				if u == nil || healWaiting[i] || !s.active(i) || !Holds(obs, u.Node, u.State) {
+				if u == nil || healWaiting[i] || !s.active(i) || !Holds(obs, *u) {
 					continue
 				}
 
 				healWaiting[i] = true
-				s.log.Add(u.Node, "fault.trigger", fmt.Sprintf("%s heals in %s: %s is %s", p.Spec.Name, u.After, u.Node, u.State))
+				s.log.Add(u.Node, "fault.trigger", fmt.Sprintf("%s heals in %s: %s", p.Spec.Name, u.After, describe(*u)))
 				s.healAfter(ctx, i, s.real(u.After))
 			}
 		}

@@ -68,6 +68,9 @@ type NodeObservation struct {
 	MembersErr string
 	Status     *EtcdStatus
 	StatusErr  string
+	// PromoteRefusals counts the leader's refusals to promote this node since
+	// it became a learner ("rejecting promote learner: learner is not ready").
+	PromoteRefusals int
 }
 
 // Observation is the cluster at one poll.

@@ -416,6 +416,10 @@ func (o *Observer) record(ctx context.Context, obs *Observation) {
 	o.transitions(prev, obs)
 
 	for _, n := range obs.Ordered() {
+		n.PromoteRefusals = o.promoteRefusals(n.Name)
+	}
+
+	for _, n := range obs.Ordered() {
 		if n.Mode == ModeConfigured {
 			o.follow(ctx, n.Name, n.Role == target.ControlPlane)
 		}
@@ -694,6 +698,35 @@ func (o *Observer) addEtcdLine(node, line string) {
 	if entry.Level != "warn" {
 		o.log.Add(node, "log.etcd", entry.Level+": "+entry.Msg)
 	}
+}
+
+// refusedPromotion is what etcd's leader logs each time it refuses to promote
+// a learner that is behind (etcd server/etcdserver/server.go).
+const refusedPromotion = "rejecting promote learner: learner is not ready"
+
+// promoteRefusals counts the refusals in any etcd log while node was a learner:
+// the line names no member, and etcd admits one learner at a time.
+func (o *Observer) promoteRefusals(node string) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+
+	since, ok := o.learners[node]
+	if !ok {
+		return 0
+	}
+
+	until, promoted := o.promoted[node]
+	count := 0
+
+	for _, lines := range o.etcdLines {
+		for _, l := range lines {
+			if l.At >= since && (!promoted || l.At <= until) && strings.Contains(l.Text, refusedPromotion) {
+				count++
+			}
+		}
+	}
+
+	return count
 }
 
 // EtcdLogs returns the warnings and errors received from a node's etcd log.

@@ -170,7 +170,7 @@ func (ev *Evidence) leaderRefusals(node string) []LogLine {
 
 	for _, o := range ev.Final.Ordered() {
 		for _, l := range ev.EtcdLogs(o.Name) {
-			if !strings.Contains(l.Text, "rejecting promote learner: learner is not ready") || l.At < since || (promoted && l.At > until) {
+			if !strings.Contains(l.Text, refusedPromotion) || l.At < since || (promoted && l.At > until) {
 				continue
 			}
 

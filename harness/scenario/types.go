@@ -157,7 +157,12 @@ type When struct {
 	State string `yaml:"state"`
 	// After delays the start once the state is seen (Talos time).
 	After Duration `yaml:"after"`
+	// Count is the k of "promote-refused": the k-th refusal (default 1).
+	Count int `yaml:"count"`
 }
+
+// Times is how many observations of the state the trigger waits for.
+func (w When) Times() int { return max(w.Count, 1) }
 
 // TriggerStates are the observable states a When trigger can wait for.
 var TriggerStates = []string{
@@ -167,7 +172,15 @@ var TriggerStates = []string{
 	"learner",          // the node is a learner
 	"voter",            // the node is a voting member
 	"etcd-running",     // the node's etcd service is Running
+	// The leader refused the node's promotion for the count-th time (etcd
+	// logs "rejecting promote learner: learner is not ready" once per refused
+	// MemberPromote; the line names no member, so it counts for the node that
+	// is the learner then).
+	StatePromoteRefused,
 }
+
+// StatePromoteRefused is the trigger state that takes a count.
+const StatePromoteRefused = "promote-refused"
 
 // Expect is what must hold at the end of the run.
 type Expect struct {

@@ -215,6 +215,13 @@ func (v *validator) when(p string, w *When) {
 	} else {
 		v.oneOf(p+".state", w.State, "trigger state", TriggerStates)
 	}
+
+	switch {
+	case w.Count < 0:
+		v.errorf(p+".count", "must not be negative, got %d", w.Count)
+	case w.Count > 0 && w.State != StatePromoteRefused:
+		v.errorf(p+".count", "only counts with state %s, not %s", StatePromoteRefused, w.State)
+	}
 }
 
 func (v *validator) expect() {
