@@ -182,7 +182,7 @@ func (n *Node) buildInitialCluster(ctx context.Context) (etcdStartArgs, error) {
 			n.machined.Printf("[%s]", n.ip)
 		}
 
-		attemptCtx, cancel := context.WithTimeout(ctx, n.c.timeout(p.JoinAttemptTimeout))
+		attemptCtx, cancel := context.WithTimeout(ctx, n.c.etcdTimeout(p.JoinAttemptTimeout))
 		defer cancel()
 
 		list, id, err := n.addMember(attemptCtx)
@@ -403,7 +403,7 @@ func (n *Node) healthLoop(ctx context.Context, svc *service) {
 	defer client.Close() //nolint:errcheck
 
 	for {
-		checkCtx, cancel := context.WithTimeout(ctx, n.c.timeout(p.HealthTimeout))
+		checkCtx, cancel := context.WithTimeout(ctx, n.c.etcdTimeout(p.HealthTimeout))
 		_, err := client.Get(checkCtx, "health")
 
 		cancel()
@@ -435,6 +435,15 @@ func (n *Node) runEtcdOnce(ctx context.Context, svc *service, args etcdStartArgs
 		return err
 	}
 
+	// The container is Running once its process starts, before etcd inside has
+	// fetched the cluster from its peers (which blocks while there is no leader).
+	n.mu.Lock()
+	n.pid++
+	pid := n.pid
+	n.mu.Unlock()
+
+	svc.update(stateRunning, "Started task etcd (PID %d) for container etcd", pid)
+
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
 		n.etcdLog.Printf(`{"level":"fatal","msg":"discovery failed","error":%q}`, err.Error())
@@ -443,8 +452,6 @@ func (n *Node) runEtcdOnce(ctx context.Context, svc *service, args etcdStartArgs
 	}
 
 	n.mu.Lock()
-	n.pid++
-	pid := n.pid
 	n.etcd = e
 	n.mu.Unlock()
 
@@ -453,8 +460,6 @@ func (n *Node) runEtcdOnce(ctx context.Context, svc *service, args etcdStartArgs
 		n.etcd = nil
 		n.mu.Unlock()
 	}()
-
-	svc.update(stateRunning, "Started task etcd (PID %d) for container etcd", pid)
 
 	select {
 	case <-ctx.Done():

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -358,8 +359,8 @@ func (r *Resilient) waitVoters(ctx context.Context, env *Env, boot target.Node) 
 }
 
 // unblock deals with a learner that is in the way; it reports whether it acted.
-//   - unnamed (never started) for longer than staleAfter: remove it; its node's
-//     join loop adds itself again.
+//   - unnamed (never started) for longer than staleAfter, and its node does not
+//     run etcd: remove it; its node's join loop adds itself again.
 //   - named, a learner for longer than stuckAfter: its promote window is over.
 //     Remove it and wipe its node's EPHEMERAL partition (etcd data, config kept),
 //     so the node reboots and joins afresh with a new promote window.
@@ -368,6 +369,10 @@ func (r *Resilient) unblock(ctx context.Context, env *Env, sec *client.Client, m
 
 	switch {
 	case m.GetHostname() == "" && age > env.d(staleAfter):
+		if r.runsEtcd(ctx, env, m) {
+			return false
+		}
+
 		err := r.removeMember(ctx, env, sec, m)
 		env.call(env.BootstrapNode, "EtcdRemoveMemberByID "+id+" (stale learner "+strings.Join(m.GetPeerUrls(), ",")+")", err)
 
@@ -402,6 +407,55 @@ func (r *Resilient) unblock(ctx context.Context, env *Env, sec *client.Client, m
 		env.call(node.Name, "Reset (wipe EPHEMERAL, reboot, re-join)", err)
 
 		return true
+	}
+
+	return false
+}
+
+// runsEtcd reports whether the node that advertises the learner's peer URL
+// says its etcd service is Running. A learner stays unnamed until it has
+// published itself through raft, which needs a leader: while the leader is
+// down, a started learner looks exactly like a stale one, and removing it
+// would kill a member about to join (its etcd exits and Talos restarts it
+// with the same arguments forever).
+func (r *Resilient) runsEtcd(ctx context.Context, env *Env, m *machine.EtcdMember) bool {
+	var node target.Node
+
+	for _, u := range m.GetPeerUrls() {
+		parsed, err := url.Parse(u)
+		if err != nil {
+			continue
+		}
+
+		for _, n := range env.controlPlanes() {
+			if n.Address == parsed.Hostname() {
+				node = n
+			}
+		}
+	}
+
+	if node.Name == "" {
+		return false
+	}
+
+	nc, err := env.secure(ctx, node)
+	if err != nil {
+		return false
+	}
+	defer nc.Close() //nolint:errcheck
+
+	callCtx, cancel := context.WithTimeout(ctx, r.callTimeout(env))
+	defer cancel()
+
+	resp, err := nc.ServiceList(callCtx)
+	if err != nil {
+		return false
+	}
+
+	for _, s := range resp.GetMessages()[0].GetServices() {
+		if s.GetId() == "etcd" {
+			return s.GetState() == "Running"
+		}
 	}
 
 	return false
