@@ -409,15 +409,19 @@ func fillEtcd(ctx context.Context, no *NodeObservation, c *client.Client) {
 func (o *Observer) record(ctx context.Context, obs *Observation) {
 	o.mu.Lock()
 	prev := o.latest
-	o.latest = obs
-	subs := append([]chan *Observation(nil), o.subs...)
 	o.mu.Unlock()
 
 	o.transitions(prev, obs)
 
+	// Complete the observation before anyone else can see it.
 	for _, n := range obs.Ordered() {
 		n.PromoteRefusals = o.promoteRefusals(n.Name)
 	}
+
+	o.mu.Lock()
+	o.latest = obs
+	subs := append([]chan *Observation(nil), o.subs...)
+	o.mu.Unlock()
 
 	for _, n := range obs.Ordered() {
 		if n.Mode == ModeConfigured {

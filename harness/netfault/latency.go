@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/Shopify/toxiproxy/v2/stream"
 	"github.com/Shopify/toxiproxy/v2/toxics"
 )
 
@@ -115,8 +116,7 @@ func (t *LatencyToxic) Pipe(stub *toxics.ToxicStub) {
 				case <-timer.C:
 				case <-stub.Interrupt:
 					timer.Stop()
-
-					stub.Output <- c // never drop data
+					release(stub, c)
 
 					return
 				}
@@ -124,7 +124,22 @@ func (t *LatencyToxic) Pipe(stub *toxics.ToxicStub) {
 
 			// A later latency toxic in the chain then adds its delay on top.
 			c.Timestamp = due
-			stub.Output <- c
+
+			select {
+			case stub.Output <- c:
+			case <-stub.Interrupt:
+				release(stub, c)
+
+				return
+			}
 		}
 	}
+}
+
+// release hands the held chunk on after an interrupt. Like toxiproxy's
+// bandwidth toxic it gives up after 5 s: when the connection is closing, the
+// stub after this one may be gone, and a plain send would block this goroutine
+// (and toxiproxy's RemoveToxic waiting for it) forever.
+func release(stub *toxics.ToxicStub, c *stream.StreamChunk) {
+	_ = stub.WriteOutput(c, 5*time.Second) //nolint:errcheck // nothing reads: the connection is gone
 }
