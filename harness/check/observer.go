@@ -413,9 +413,15 @@ func (o *Observer) record(ctx context.Context, obs *Observation) {
 
 	o.transitions(prev, obs)
 
-	// Complete the observation before anyone else can see it.
+	// Complete the observation before anyone else can see it. Node
+	// observations are shared between ticks until the node is polled again:
+	// change a copy, never one an earlier observation holds.
 	for _, n := range obs.Ordered() {
-		n.PromoteRefusals = o.promoteRefusals(n.Name)
+		if count := o.promoteRefusals(n.Name); count != n.PromoteRefusals {
+			c := *n
+			c.PromoteRefusals = count
+			obs.Nodes[n.Name] = &c
+		}
 	}
 
 	o.mu.Lock()
