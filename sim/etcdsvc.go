@@ -465,18 +465,14 @@ func (n *Node) runEtcdOnce(ctx context.Context, svc *service, args etcdStartArgs
 	case <-ctx.Done():
 		// A power cut or the simulator's own teardown kills the process;
 		// otherwise Talos stops it with SIGTERM and etcd hands over leadership.
-		if n.powerCut.Load() || n.c.ctx.Err() != nil {
-			e.Server.HardStop()
-		}
-
-		closeEtcd(e)
+		closeEtcd(e, n.powerCut.Load() || n.c.ctx.Err() != nil)
 
 		return nil
 	case err := <-e.Err():
-		closeEtcd(e)
+		closeEtcd(e, false)
 		n.etcdLog.Printf(`{"level":"fatal","msg":"etcd exited","error":%q}`, fmt.Sprint(err))
 	case <-e.Server.StopNotify():
-		closeEtcd(e)
+		closeEtcd(e, false)
 	}
 
 	n.mu.Lock()
@@ -491,15 +487,19 @@ func (n *Node) runEtcdOnce(ctx context.Context, svc *service, args etcdStartArgs
 	return fmt.Errorf(`task "etcd" failed: exit code %d`, code)
 }
 
-// closeEtcd stops an embedded etcd whether or not it ever became ready. etcd
-// 3.6's embed.Etcd.Close first waits for its client servers, which start only
-// once the server is ready or stopping: a member that never got ready (a
+// closeEtcd stops an embedded etcd, killed (no leadership transfer) or not.
+// etcd 3.6's embed.Etcd.Close first waits for its client servers, which start
+// only once the server is ready or stopping: a member that never got ready (a
 // learner cut off from its leader) would block Close forever, so such a
-// member is stopped first, as its process would be killed.
-func closeEtcd(e *embed.Etcd) {
+// member is always killed first.
+func closeEtcd(e *embed.Etcd, kill bool) {
 	select {
 	case <-e.Server.ReadyNotify():
 	default:
+		kill = true
+	}
+
+	if kill {
 		e.Server.HardStop()
 	}
 

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -72,6 +73,24 @@ func (e *Env) node(name string) (target.Node, bool) {
 	for _, n := range e.Nodes {
 		if n.Name == name {
 			return n, true
+		}
+	}
+
+	return target.Node{}, false
+}
+
+// nodeByPeerURL finds the control plane whose address a member advertises.
+func (e *Env) nodeByPeerURL(peerURLs []string) (target.Node, bool) {
+	for _, u := range peerURLs {
+		parsed, err := url.Parse(u)
+		if err != nil {
+			continue
+		}
+
+		for _, n := range e.controlPlanes() {
+			if n.Address == parsed.Hostname() {
+				return n, true
+			}
 		}
 	}
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -419,22 +418,8 @@ func (r *Resilient) unblock(ctx context.Context, env *Env, sec *client.Client, m
 // would kill a member about to join (its etcd exits and Talos restarts it
 // with the same arguments forever).
 func (r *Resilient) runsEtcd(ctx context.Context, env *Env, m *machine.EtcdMember) bool {
-	var node target.Node
-
-	for _, u := range m.GetPeerUrls() {
-		parsed, err := url.Parse(u)
-		if err != nil {
-			continue
-		}
-
-		for _, n := range env.controlPlanes() {
-			if n.Address == parsed.Hostname() {
-				node = n
-			}
-		}
-	}
-
-	if node.Name == "" {
+	node, ok := env.nodeByPeerURL(m.GetPeerUrls())
+	if !ok {
 		return false
 	}
 
@@ -444,21 +429,28 @@ func (r *Resilient) runsEtcd(ctx context.Context, env *Env, m *machine.EtcdMembe
 	}
 	defer nc.Close() //nolint:errcheck
 
+	s, err := r.etcdService(ctx, env, nc)
+
+	return err == nil && s.GetState() == "Running"
+}
+
+// etcdService reads the node's etcd service from ServiceList.
+func (r *Resilient) etcdService(ctx context.Context, env *Env, nc *client.Client) (*machine.ServiceInfo, error) {
 	callCtx, cancel := context.WithTimeout(ctx, r.callTimeout(env))
 	defer cancel()
 
 	resp, err := nc.ServiceList(callCtx)
 	if err != nil {
-		return false
+		return nil, err
 	}
 
 	for _, s := range resp.GetMessages()[0].GetServices() {
 		if s.GetId() == "etcd" {
-			return s.GetState() == "Running"
+			return s, nil
 		}
 	}
 
-	return false
+	return nil, errors.New("no etcd service")
 }
 
 func (r *Resilient) removeMember(ctx context.Context, env *Env, sec *client.Client, m *machine.EtcdMember) error {
@@ -482,25 +474,16 @@ func (r *Resilient) waitHealthy(ctx context.Context, env *Env) error {
 			last := ""
 
 			for {
-				callCtx, cancel := context.WithTimeout(ctx, r.callTimeout(env))
-				resp, err := sec.ServiceList(callCtx)
-
-				cancel()
+				s, err := r.etcdService(ctx, env, sec)
 
 				last = errText(err)
 
 				if err == nil {
-					for _, s := range resp.GetMessages()[0].GetServices() {
-						if s.GetId() != "etcd" {
-							continue
-						}
-
-						if s.GetState() == "Running" && s.GetHealth().GetHealthy() {
-							return nil
-						}
-
-						last = fmt.Sprintf("etcd %s, health: %s", s.GetState(), s.GetHealth().GetLastMessage())
+					if s.GetState() == "Running" && s.GetHealth().GetHealthy() {
+						return nil
 					}
+
+					last = fmt.Sprintf("etcd %s, health: %s", s.GetState(), s.GetHealth().GetLastMessage())
 				}
 
 				if err := sleep(ctx, env.d(5*time.Second)); err != nil {
