@@ -50,12 +50,31 @@ type Options struct {
 	OnEvent func(eventlog.Event)
 	// ObserveInterval is the real-time polling interval; default 100 ms.
 	ObserveInterval time.Duration
+	// AllowDestructive permits destructive faults and orchestrator remedies
+	// on a target whose nodes outlive the run (real nodes).
+	AllowDestructive bool
 }
+
+// TimeScale is the time scale a run of the scenario uses on the target: the
+// scenario's on disposable (simulated) nodes, 1 on real nodes, which run on
+// real time whatever the scenario says.
+func TimeScale(sc *scenario.Scenario, tgt target.Target) float64 {
+	if tgt.Disposable() {
+		return sc.TimeScale
+	}
+
+	return 1
+}
+
+// Destructive reports whether destructive faults and remedies may run: always
+// on disposable nodes, on real ones only with the user's permission.
+func (o Options) Destructive() bool { return o.Target.Disposable() || o.AllowDestructive }
 
 // Run runs one scenario. It always returns a result; the error is non-nil when
 // the result is an error verdict, and is an *InputError for bad input.
 func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*result.Result, error) {
 	start := time.Now()
+	scale := TimeScale(sc, opts.Target)
 	log := eventlog.New()
 	scrubber := &result.Scrubber{}
 	log.SetScrubber(scrubber.Scrub)
@@ -71,7 +90,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*result.Resu
 		Target:    opts.Target.Name(),
 		Seed:      opts.Seed,
 		Talos:     sc.Talos,
-		TimeScale: sc.TimeScale,
+		TimeScale: scale,
 		StartedAt: start.UTC().Format(time.RFC3339),
 		Replay:    opts.Replay,
 	}
@@ -90,7 +109,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*result.Resu
 		return res, err
 	}
 
-	planned, err := chaos.Plan(sc, opts.Target, opts.Seed)
+	planned, err := chaos.Plan(sc, opts.Target, opts.Seed, opts.AllowDestructive)
 	if err != nil {
 		return finish(&InputError{err})
 	}
@@ -100,7 +119,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*result.Resu
 		return finish(&InputError{sc.Errorf("orchestrator.name", "%s", err)})
 	}
 
-	log.Add("", "run.start", fmt.Sprintf("scenario %s on %s, seed %d, talos %s, time scale %g", sc.Name, opts.Target.Name(), opts.Seed, sc.Talos, sc.TimeScale))
+	log.Add("", "run.start", fmt.Sprintf("scenario %s on %s, seed %d, talos %s, %s", sc.Name, opts.Target.Name(), opts.Seed, sc.Talos, ScaleNote(sc, opts.Target)))
 
 	cluster, err := opts.Target.Provision(ctx, sc, target.Options{Seed: opts.Seed})
 	if err != nil {
@@ -115,12 +134,12 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*result.Resu
 		log.Add(n.Name, "node.provisioned", fmt.Sprintf("%s %s, Talos API %s", n.Role, n.Address, n.Endpoint))
 	}
 
-	err = runCluster(ctx, sc, opts, orch, planned, cluster, log, res)
+	err = runCluster(ctx, sc, scale, opts, orch, planned, cluster, log, res)
 
 	return finish(err)
 }
 
-func runCluster(ctx context.Context, sc *scenario.Scenario, opts Options, orch orchestrator.Orchestrator,
+func runCluster(ctx context.Context, sc *scenario.Scenario, scale float64, opts Options, orch orchestrator.Orchestrator,
 	planned []chaos.Planned, cluster target.Cluster, log *eventlog.Log, res *result.Result,
 ) error {
 	interval := opts.ObserveInterval
@@ -146,7 +165,7 @@ func runCluster(ctx context.Context, sc *scenario.Scenario, opts Options, orch o
 		observer.Run(bgCtx)
 	}()
 
-	schedule := chaos.NewSchedule(planned, cluster, log, sc.TimeScale)
+	schedule := chaos.NewSchedule(planned, cluster, log, scale)
 	scheduled := make(chan struct{})
 	observations := observer.Subscribe()
 
@@ -168,9 +187,9 @@ func runCluster(ctx context.Context, sc *scenario.Scenario, opts Options, orch o
 
 	// The orchestrator gets its own budget; the run ends when it returns or when
 	// the scenario's window closes.
-	within := sc.Expect.Within.Real(sc.TimeScale)
+	within := sc.Expect.Within.Real(scale)
 
-	orchCtx, orchCancel := context.WithTimeout(ctx, min(sc.Orchestrator.Timeout.Real(sc.TimeScale), within))
+	orchCtx, orchCancel := context.WithTimeout(ctx, min(sc.Orchestrator.Timeout.Real(scale), within))
 	defer orchCancel()
 
 	env := &orchestrator.Env{
@@ -178,7 +197,8 @@ func runCluster(ctx context.Context, sc *scenario.Scenario, opts Options, orch o
 		Talosconfig:   talosconfig,
 		BootstrapNode: sc.Orchestrator.BootstrapNode,
 		Log:           log,
-		Scale:         sc.TimeScale,
+		Scale:         scale,
+		Destructive:   opts.Destructive(),
 	}
 
 	if cf, ok := cluster.(target.ClientFaults); ok {
@@ -211,7 +231,7 @@ func runCluster(ctx context.Context, sc *scenario.Scenario, opts Options, orch o
 		settleFor = scenario.Duration{Duration: DefaultSettle}
 	}
 
-	if settle := settleFor.Real(sc.TimeScale); settle > 0 && ctx.Err() == nil {
+	if settle := settleFor.Real(scale); settle > 0 && ctx.Err() == nil {
 		log.Add("", "run.settle", "observing for "+settleFor.String()+" more")
 
 		remaining := within - log.Since()
@@ -238,7 +258,7 @@ func runCluster(ctx context.Context, sc *scenario.Scenario, opts Options, orch o
 
 	res.Faults = schedule.Records()
 	res.Outcome = final.Outcome()
-	res.Outcome.Promotions = observer.Promotions(sc.TimeScale)
+	res.Outcome.Promotions = observer.Promotions(scale)
 	res.Diagnoses = check.Diagnose(&check.Evidence{
 		Nodes:         cluster.Nodes(),
 		Final:         final,
@@ -247,8 +267,8 @@ func runCluster(ctx context.Context, sc *scenario.Scenario, opts Options, orch o
 		LearnerSince:  observer.LearnerSince,
 		PromotedAt:    observer.PromotedAt,
 		Events:        log.Events(),
-		PromoteWindow: scenario.Duration{Duration: PromoteWindow}.Real(sc.TimeScale),
-		Scale:         sc.TimeScale,
+		PromoteWindow: scenario.Duration{Duration: PromoteWindow}.Real(scale),
+		Scale:         scale,
 		Now:           final.At,
 	})
 
@@ -256,7 +276,7 @@ func runCluster(ctx context.Context, sc *scenario.Scenario, opts Options, orch o
 		log.Add(d.Node, "diagnosis."+d.Code, d.Message)
 	}
 
-	res.Checks = Judge(sc.Expect, res.Outcome, res.Diagnoses, sc.TimeScale)
+	res.Checks = Judge(sc.Expect, res.Outcome, res.Diagnoses, scale)
 	res.Verdict = result.Pass
 
 	for _, c := range res.Checks {
@@ -268,6 +288,17 @@ func runCluster(ctx context.Context, sc *scenario.Scenario, opts Options, orch o
 	log.Add("", "run.verdict", res.Verdict)
 
 	return nil
+}
+
+// ScaleNote says which time scale a run on the target uses, and why when it
+// is not the scenario's.
+func ScaleNote(sc *scenario.Scenario, tgt target.Target) string {
+	scale := TimeScale(sc, tgt)
+	if scale == sc.TimeScale {
+		return fmt.Sprintf("time scale %g", scale)
+	}
+
+	return fmt.Sprintf("time scale %g (real nodes run on real time; the scenario's %g is for simulated nodes)", scale, sc.TimeScale)
 }
 
 // secretsOf lists the key material a run must never print: the talosconfig's

@@ -277,3 +277,21 @@ func failedChecks(r *result.Result) []result.Check {
 func trimNL(s string) string {
 	return string(bytes.TrimRight([]byte(s), "\r\n"))
 }
+
+// CheckDir makes sure reports can be written to dir, creating it if needed,
+// before a run starts: a verdict that cannot be written is lost.
+func CheckDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+
+	f, err := os.CreateTemp(dir, ".talchaos-write-check-*")
+	if err != nil {
+		return fmt.Errorf("cannot write reports there: %w", err)
+	}
+
+	name := f.Name()
+	f.Close() //nolint:errcheck
+
+	return os.Remove(name)
+}

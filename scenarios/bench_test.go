@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/talchaos/talchaos/harness"
+	"github.com/talchaos/talchaos/harness/chaos"
 	"github.com/talchaos/talchaos/harness/result"
-	"github.com/talchaos/talchaos/harness/scenario"
 	"github.com/talchaos/talchaos/scenarios"
 	"github.com/talchaos/talchaos/sim"
 )
@@ -20,7 +20,7 @@ func BenchmarkHappyPath(b *testing.B) {
 		b.Fatal(err)
 	}
 
-	sc, err := scenario.Parse(file, data)
+	sc, err := chaos.Parse(file, data)
 	if err != nil {
 		b.Fatal(err)
 	}

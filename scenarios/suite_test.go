@@ -11,8 +11,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/talchaos/talchaos/harness"
+	"github.com/talchaos/talchaos/harness/chaos"
 	"github.com/talchaos/talchaos/harness/result"
-	"github.com/talchaos/talchaos/harness/scenario"
 	"github.com/talchaos/talchaos/scenarios"
 	"github.com/talchaos/talchaos/sim"
 )
@@ -44,7 +44,7 @@ var _ = Describe("built-in scenario", func() {
 			data, file, err := scenarios.Read(name)
 			Expect(err).NotTo(HaveOccurred())
 
-			sc, err := scenario.Parse(file, data)
+			sc, err := chaos.Parse(file, data)
 			Expect(err).NotTo(HaveOccurred())
 
 			res, err := harness.Run(ctx, sc, harness.Options{Target: sim.Target{}, Seed: 1})

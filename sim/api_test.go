@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/talchaos/talchaos/harness/chaos"
 	"github.com/talchaos/talchaos/harness/scenario"
 	"github.com/talchaos/talchaos/harness/talosclient"
 	"github.com/talchaos/talchaos/harness/target"
@@ -399,7 +400,7 @@ func TestCloseWithAMemberThatNeverGetsReady(t *testing.T) {
 	cp1, cl := secure(t, ctx, c, c.Nodes()[0]), secure(t, ctx, c, c.Nodes()[1])
 
 	// cp1 goes down for good, then cp2 restarts without a quorum to publish to.
-	inject(t, ctx, c, scenario.Fault{Kind: "power-off", Node: "cp1"})
+	inject(t, ctx, c, chaos.PowerOff{Node: "cp1"})
 	eventually(t, time.Minute, func() error {
 		if _, err := cp1.Version(ctx); err == nil {
 			return errors.New("cp1 still answers")
@@ -428,7 +429,7 @@ func TestCloseWithAMemberThatNeverGetsReady(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	inject(t, ctx, c, scenario.Fault{Kind: "reboot", Node: "cp2"})
+	inject(t, ctx, c, chaos.Reboot{Node: "cp2"})
 	eventually(t, time.Minute, func() error {
 		if msg, err := started(); err != nil || msg == before {
 			return fmt.Errorf("etcd not restarted yet (%v)", err)

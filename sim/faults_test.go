@@ -78,21 +78,16 @@ func waitVoters(t *testing.T, ctx context.Context, cl *client.Client, n int) {
 	})
 }
 
-// inject builds the fault from a scenario entry, as a run does, and injects it.
-func inject(t *testing.T, ctx context.Context, c *sim.Cluster, f scenario.Fault) target.Heal {
+// inject injects a fault of a kind at the time scale a run would use, and
+// records that the kind's effect was tested (see TestMain).
+func inject(t *testing.T, ctx context.Context, c *sim.Cluster, k chaos.Kind) target.Heal {
 	t.Helper()
 
-	sc := newScenario(len(c.Nodes()))
-	sc.TimeScale = 60
+	injected.Store(k.Kind(), true)
 
-	fault, err := chaos.Build(sc, f)
+	heal, err := k.Inject(ctx, &chaos.Env{Cluster: c, Scale: 60, Seed: 1})
 	if err != nil {
-		t.Fatal(err)
-	}
-
-	heal, err := fault.Inject(ctx, c)
-	if err != nil {
-		t.Fatalf("inject %s: %v", f.Kind, err)
+		t.Fatalf("inject %s: %v", k.Kind(), err)
 	}
 
 	return heal
@@ -210,7 +205,7 @@ func TestNetworkAndProcessFaults(t *testing.T) {
 	}
 
 	t.Run("isolate stops the isolated member's raft progress while the majority commits", func(t *testing.T) {
-		heal := inject(t, ctx, c, scenario.Fault{Kind: "isolate", Node: "cp3"})
+		heal := inject(t, ctx, c, chaos.Isolate{Node: "cp3"})
 
 		time.Sleep(500 * time.Millisecond) // let in-flight appends land
 		l := leader()
@@ -251,7 +246,7 @@ func TestNetworkAndProcessFaults(t *testing.T) {
 			follower = "cp3"
 		}
 
-		heal := inject(t, ctx, c, scenario.Fault{Kind: "partition", Nodes: []string{l, follower}})
+		heal := inject(t, ctx, c, chaos.Partition{Nodes: []chaos.Node{chaos.Node(l), chaos.Node(follower)}})
 
 		time.Sleep(500 * time.Millisecond)
 		moved, leaderMoved := progress(t, ctx, c, follower, l, time.Second)
@@ -274,7 +269,7 @@ func TestNetworkAndProcessFaults(t *testing.T) {
 	})
 
 	t.Run("pause-etcd makes the member's health check fail until resumed", func(t *testing.T) {
-		heal := inject(t, ctx, c, scenario.Fault{Kind: "pause-etcd", Node: "cp3"})
+		heal := inject(t, ctx, c, chaos.PauseEtcd{Node: "cp3"})
 
 		eventually(t, 30*time.Second, func() error { return etcdHealthy(ctx, cp3, false) })
 
@@ -286,7 +281,7 @@ func TestNetworkAndProcessFaults(t *testing.T) {
 	})
 
 	t.Run("blackhole on the etcd client port swallows requests", func(t *testing.T) {
-		heal := inject(t, ctx, c, scenario.Fault{Kind: "blackhole", Node: "cp2", Port: "etcd-client"})
+		heal := inject(t, ctx, c, chaos.Blackhole{Node: "cp2", Port: "etcd-client"})
 
 		if err := getThroughProxy(ctx, c, "cp2"); err == nil {
 			heal() //nolint:errcheck
@@ -301,7 +296,7 @@ func TestNetworkAndProcessFaults(t *testing.T) {
 	})
 
 	t.Run("latency delays API round trips", func(t *testing.T) {
-		heal := inject(t, ctx, c, scenario.Fault{Kind: "latency", Node: "cp2", Port: "talos-api", Latency: scenario.Duration{Duration: 150 * time.Millisecond}})
+		heal := inject(t, ctx, c, chaos.Latency{Node: "cp2", Port: "talos-api", Latency: scenario.Duration{Duration: 150 * time.Millisecond}})
 
 		start := time.Now()
 		_, err := cp2.Version(ctx)
@@ -332,7 +327,7 @@ func TestNetworkAndProcessFaults(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		heal := inject(t, ctx, c, scenario.Fault{Kind: "bandwidth", Node: "cp2", Port: "etcd-client", Direction: "downstream", RateKBps: 32})
+		heal := inject(t, ctx, c, chaos.Bandwidth{Node: "cp2", Port: "etcd-client", Direction: "downstream", RateKBps: 32})
 
 		took := timeGet(ctx, c, "cp2", "/test/big")
 
@@ -350,7 +345,7 @@ func TestNetworkAndProcessFaults(t *testing.T) {
 	})
 
 	t.Run("reset breaks API calls", func(t *testing.T) {
-		heal := inject(t, ctx, c, scenario.Fault{Kind: "reset", Node: "cp2", Port: "talos-api"})
+		heal := inject(t, ctx, c, chaos.Reset{Node: "cp2", Port: "talos-api"})
 
 		fresh := secure(t, ctx, c, nodes[1])
 
@@ -374,7 +369,7 @@ func TestNetworkAndProcessFaults(t *testing.T) {
 	})
 
 	t.Run("slow-close delays the close of a connection", func(t *testing.T) {
-		heal := inject(t, ctx, c, scenario.Fault{Kind: "slow-close", Node: "cp2", Port: "etcd-client", Direction: "downstream", Latency: scenario.Duration{Duration: 700 * time.Millisecond}})
+		heal := inject(t, ctx, c, chaos.SlowClose{Node: "cp2", Port: "etcd-client", Direction: "downstream", Delay: scenario.Duration{Duration: 700 * time.Millisecond}})
 
 		took := closeDelay(t, c, "cp2")
 
@@ -394,7 +389,7 @@ func TestNetworkAndProcessFaults(t *testing.T) {
 	t.Run("crash-etcd kills etcd and Talos restarts it from its data", func(t *testing.T) {
 		before := memberID(ctx, t, cp3)
 
-		inject(t, ctx, c, scenario.Fault{Kind: "crash-etcd", Node: "cp3"})
+		inject(t, ctx, c, chaos.CrashEtcd{Node: "cp3"})
 
 		eventually(t, 30*time.Second, func() error {
 			return etcdEvent(ctx, cp3, `going to restart forever: task "etcd" failed: exit code 137`)
@@ -409,7 +404,7 @@ func TestNetworkAndProcessFaults(t *testing.T) {
 	t.Run("reboot brings the node back with its data", func(t *testing.T) {
 		before := memberID(ctx, t, cp3)
 
-		inject(t, ctx, c, scenario.Fault{Kind: "reboot", Node: "cp3"})
+		inject(t, ctx, c, chaos.Reboot{Node: "cp3"})
 
 		eventually(t, 30*time.Second, func() error {
 			if _, err := cp3.Version(ctx); err == nil {
@@ -426,7 +421,7 @@ func TestNetworkAndProcessFaults(t *testing.T) {
 	})
 
 	t.Run("power-off keeps the node down until healed", func(t *testing.T) {
-		heal := inject(t, ctx, c, scenario.Fault{Kind: "power-off", Node: "cp3"})
+		heal := inject(t, ctx, c, chaos.PowerOff{Node: "cp3"})
 
 		eventually(t, 30*time.Second, func() error {
 			if _, err := cp3.Version(ctx); err == nil {
@@ -452,7 +447,7 @@ func TestNetworkAndProcessFaults(t *testing.T) {
 	t.Run("wipe-etcd makes the node join again with its config", func(t *testing.T) {
 		before := memberID(ctx, t, cp3)
 
-		inject(t, ctx, c, scenario.Fault{Kind: "wipe-etcd", Node: "cp3"})
+		inject(t, ctx, c, chaos.WipeEtcd{Node: "cp3"})
 
 		eventually(t, 2*time.Minute, func() error {
 			if err := etcdHealthy(ctx, cp3, true); err != nil {
@@ -479,7 +474,7 @@ func TestResetAndAPIFaults(t *testing.T) {
 	nodes := c.Nodes()
 
 	t.Run("api-fail refuses the first calls with the chosen code", func(t *testing.T) {
-		heal := inject(t, ctx, c, scenario.Fault{Kind: "api-fail", Node: "cp1", RPC: "ApplyConfiguration", Code: "Unavailable", Count: 2})
+		heal := inject(t, ctx, c, chaos.APIFail{Node: "cp1", RPC: "ApplyConfiguration", Code: "Unavailable", Count: 2})
 		defer heal() //nolint:errcheck
 
 		ins := insecureClient(t, ctx, nodes[0])
@@ -497,7 +492,7 @@ func TestResetAndAPIFaults(t *testing.T) {
 	})
 
 	t.Run("api-drop-reply applies, then the caller times out", func(t *testing.T) {
-		heal := inject(t, ctx, c, scenario.Fault{Kind: "api-drop-reply", Node: "cp2", RPC: "ApplyConfiguration", Count: 1})
+		heal := inject(t, ctx, c, chaos.APIDropReply{Node: "cp2", RPC: "ApplyConfiguration", Count: 1})
 		defer heal() //nolint:errcheck
 
 		ins := insecureClient(t, ctx, nodes[1])
@@ -529,7 +524,7 @@ func TestResetAndAPIFaults(t *testing.T) {
 			return err
 		})
 
-		heal := inject(t, ctx, c, scenario.Fault{Kind: "api-delay", Node: "cp1", RPC: "Bootstrap", Delay: scenario.Duration{Duration: 30 * time.Second}, Count: 1})
+		heal := inject(t, ctx, c, chaos.APIDelay{Node: "cp1", RPC: "Bootstrap", Delay: scenario.Duration{Duration: 30 * time.Second}, Count: 1})
 		defer heal() //nolint:errcheck
 
 		start := time.Now()
@@ -545,7 +540,7 @@ func TestResetAndAPIFaults(t *testing.T) {
 	})
 
 	t.Run("reset-node takes the node back to maintenance", func(t *testing.T) {
-		inject(t, ctx, c, scenario.Fault{Kind: "reset-node", Node: "cp2", Graceful: false})
+		inject(t, ctx, c, chaos.ResetNode{Node: "cp2", Graceful: false})
 
 		eventually(t, time.Minute, func() error {
 			_, err := insecureClient(t, ctx, nodes[1]).Disks(ctx)

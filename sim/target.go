@@ -15,10 +15,39 @@ type Target struct{}
 // Name implements target.Target.
 func (Target) Name() string { return "sim" }
 
-// Capabilities implements target.Target.
+// Capabilities implements target.Target: every primitive, on every node. API
+// faults are intercepted where the node serves or makes the call, so the
+// engine's own calls are covered too.
 func (Target) Capabilities() []target.Capability {
-	return []target.Capability{target.Network, target.Partition, target.Process, target.API}
+	out := []target.Capability{target.PartitionNodes, target.IsolateNode}
+
+	for _, p := range target.Ports {
+		out = append(out, target.ToxicOn(p))
+	}
+
+	for _, op := range target.ProcessOps {
+		out = append(out, target.ProcessCap(op))
+	}
+
+	for _, rpc := range target.RPCs {
+		out = append(out, target.InterceptAt(rpc))
+
+		if !target.EtcdRPC(rpc) {
+			out = append(out, target.InterceptEngine(rpc))
+		}
+	}
+
+	return out
 }
+
+// Supports implements target.Target.
+func (t Target) Supports(c target.Capability, _ string) error { return target.Has(t, c) }
+
+// Disposable implements target.Target: simulated nodes live for one run.
+func (Target) Disposable() bool { return true }
+
+// Check implements target.Target: the sim runs every valid scenario.
+func (Target) Check(*scenario.Scenario) error { return nil }
 
 // Provision implements target.Target.
 func (Target) Provision(ctx context.Context, sc *scenario.Scenario, opts target.Options) (target.Cluster, error) {

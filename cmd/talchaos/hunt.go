@@ -79,6 +79,10 @@ func runHunt(cmd *cobra.Command, arg string, opts huntOptions) error {
 		return &exitError{code: exitInput, err: err}
 	}
 
+	if err := reports.CheckDir(opts.reportDir); err != nil {
+		return &exitError{code: exitInput, err: fmt.Errorf("--report-dir: %w", err)}
+	}
+
 	sc, err := loadScenario(arg)
 	if err != nil {
 		return &exitError{code: exitInput, err: err}
@@ -99,7 +103,7 @@ func runHunt(cmd *cobra.Command, arg string, opts huntOptions) error {
 		}
 
 		res, err := harness.Run(cmd.Context(), sc, harness.Options{
-			Target: tgt, Seed: seed,
+			Target: tgt, Seed: seed, AllowDestructive: opts.allowDestructive,
 			Replay: fmt.Sprintf("talchaos run %s --target %s --seed %d", arg, tgt.Name(), seed),
 		})
 		if err != nil && harness.IsInputError(err) {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/talchaos/talchaos/harness/scenario"
+	"github.com/talchaos/talchaos/harness/chaos"
 	"github.com/talchaos/talchaos/scenarios"
 )
 
@@ -26,7 +26,7 @@ func newListCmd() *cobra.Command {
 					return &exitError{code: exitHarness, err: err}
 				}
 
-				sc, err := scenario.Parse(file, data)
+				sc, err := chaos.Parse(file, data)
 				if err != nil {
 					return &exitError{code: exitHarness, err: err}
 				}

@@ -78,7 +78,7 @@ func newRoot() *cobra.Command {
 		SilenceErrors: true,
 	}
 
-	root.AddCommand(newRunCmd(), newListCmd(), newUpCmd(), newDoctorCmd(), newReportCmd(), newReplayCmd(), newHuntCmd())
+	root.AddCommand(newRunCmd(), newListCmd(), newFaultsCmd(), newUpCmd(), newDoctorCmd(), newReportCmd(), newReplayCmd(), newHuntCmd())
 
 	return root
 }

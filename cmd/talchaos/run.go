@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -14,6 +15,7 @@ import (
 	"github.com/talchaos/talchaos/harness"
 	"github.com/talchaos/talchaos/harness/chaos"
 	"github.com/talchaos/talchaos/harness/eventlog"
+	"github.com/talchaos/talchaos/harness/orchestrator"
 	"github.com/talchaos/talchaos/harness/real"
 	"github.com/talchaos/talchaos/harness/result"
 	"github.com/talchaos/talchaos/harness/scenario"
@@ -64,12 +66,12 @@ Exit codes: 0 expectations held, 1 expectations failed, 2 bad input or usage,
 // loadScenario reads a scenario file, or a built-in scenario by name.
 func loadScenario(arg string) (*scenario.Scenario, error) {
 	if _, err := os.Stat(arg); err == nil {
-		return scenario.Load(arg)
+		return chaos.Load(arg)
 	}
 
 	if !strings.ContainsAny(arg, "/\\") {
 		if data, file, err := scenarios.Read(arg); err == nil {
-			return scenario.Parse(file, data)
+			return chaos.Parse(file, data)
 		}
 	}
 
@@ -106,6 +108,14 @@ func runScenario(cmd *cobra.Command, arg string, opts runOptions) error {
 	res := &result.Result{Schema: result.Schema, Scenario: strings.TrimSuffix(filepath.Base(arg), ".yaml"), Target: opts.target, Seed: opts.seed}
 	res.Replay = fmt.Sprintf("talchaos run %s --target %s --seed %d", arg, opts.target, opts.seed)
 
+	// Where the report goes is checked before anything else: a verdict
+	// nobody can read is lost.
+	if !opts.plan {
+		if err := reports.CheckDir(opts.reportDir); err != nil {
+			return &exitError{code: exitInput, err: fmt.Errorf("--report-dir: %w", err)}
+		}
+	}
+
 	sc, err := loadScenario(arg)
 	if err == nil {
 		res.Scenario, res.Talos = sc.Name, sc.Talos
@@ -117,20 +127,21 @@ func runScenario(cmd *cobra.Command, arg string, opts runOptions) error {
 	}
 
 	if err == nil && opts.plan {
-		return printPlan(out, sc, tgt, opts.seed)
+		return printPlan(out, sc, tgt, opts)
 	}
 
 	if err != nil {
 		return writeAndExit(out, opts.reportDir, withError(res, err), exitInput, err)
 	}
 
-	fmt.Fprintf(out, "talchaos: running %s on %s (seed %d, talos %s, time scale %g)\n", sc.Name, tgt.Name(), opts.seed, sc.Talos, sc.TimeScale)
+	fmt.Fprintf(out, "talchaos: running %s on %s (seed %d, talos %s, %s)\n", sc.Name, tgt.Name(), opts.seed, sc.Talos, harness.ScaleNote(sc, tgt))
 
 	res, err = harness.Run(cmd.Context(), sc, harness.Options{
-		Target:  tgt,
-		Seed:    opts.seed,
-		Replay:  res.Replay,
-		OnEvent: progress(out, opts.verbose),
+		Target:           tgt,
+		Seed:             opts.seed,
+		Replay:           res.Replay,
+		OnEvent:          progress(out, opts.verbose),
+		AllowDestructive: opts.allowDestructive,
 	})
 
 	code := exitPass
@@ -147,21 +158,61 @@ func runScenario(cmd *cobra.Command, arg string, opts runOptions) error {
 	return writeAndExit(out, opts.reportDir, res, code, err)
 }
 
-// printPlan resolves the fault schedule (the seed's choices included) and prints it.
-func printPlan(out io.Writer, sc *scenario.Scenario, tgt target.Target, seed int64) error {
-	planned, err := chaos.Plan(sc, tgt, seed)
+// printPlan resolves the fault schedule (the seed's choices included), checks
+// it against the target as a run would, and prints it with the time scale and
+// the destructive remedies the orchestrator may take.
+func printPlan(out io.Writer, sc *scenario.Scenario, tgt target.Target, opts runOptions) error {
+	planned, err := chaos.Plan(sc, tgt, opts.seed, opts.allowDestructive)
 	if err != nil {
 		return &exitError{code: exitInput, err: err}
 	}
 
-	fmt.Fprintf(out, "plan for %s on %s, seed %d (times are Talos time, scale %g):\n", sc.Name, tgt.Name(), seed, sc.TimeScale)
+	fmt.Fprintf(out, "plan for %s on %s, seed %d, talos %s, %s; times are Talos time:\n",
+		sc.Name, tgt.Name(), opts.seed, sc.Talos, harness.ScaleNote(sc, tgt))
 
 	if len(planned) == 0 {
 		fmt.Fprintln(out, "  no faults")
 	}
 
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+
 	for _, p := range planned {
-		fmt.Fprintf(out, "  %-32s %-15s %-8s %s\n", p.Spec.Name, p.Spec.Kind, p.Fault.Node(), p.Trigger())
+		note := ""
+		if p.Kind.Destructive() {
+			note = "  (destructive)"
+		}
+
+		fmt.Fprintf(w, "  %s\t%s\t%s\t%s%s\n", p.Spec.Name, p.Spec.Kind, p.Node(), p.Trigger(), note)
+	}
+
+	w.Flush() //nolint:errcheck
+
+	orch, err := orchestrator.New(sc.Orchestrator)
+	if err != nil {
+		return &exitError{code: exitInput, err: sc.Errorf("orchestrator.name", "%s", err)}
+	}
+
+	fmt.Fprintf(out, "\norchestrator %s", orch.Name())
+
+	rem, ok := orch.(orchestrator.Remedial)
+	if !ok || len(rem.Remedies()) == 0 {
+		fmt.Fprintln(out, ": no destructive remedies")
+
+		return nil
+	}
+
+	permission := "it may take them (the nodes are disposable)"
+	if !tgt.Disposable() {
+		permission = "it reports them and stops (pass --allow-destructive to let it act)"
+		if opts.allowDestructive {
+			permission = "it may take them (--allow-destructive)"
+		}
+	}
+
+	fmt.Fprintf(out, "; destructive remedies it may need — %s:\n", permission)
+
+	for _, r := range rem.Remedies() {
+		fmt.Fprintf(out, "  - when %s:\n      %s\n      $ %s\n", r.When, r.Action, r.Command)
 	}
 
 	return nil

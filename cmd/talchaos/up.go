@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/talchaos/talchaos/harness/chaos"
 	"github.com/talchaos/talchaos/harness/eventlog"
 	"github.com/talchaos/talchaos/harness/orchestrator"
 	"github.com/talchaos/talchaos/harness/real"
@@ -89,7 +90,7 @@ func upScenario(opts upOptions) (*scenario.Scenario, error) {
 		return nil, err
 	}
 
-	return scenario.Parse("talchaos up flags", data)
+	return chaos.Parse("talchaos up flags", data)
 }
 
 func runUp(cmd *cobra.Command, opts upOptions) error {
@@ -128,6 +129,7 @@ func runUp(cmd *cobra.Command, opts upOptions) error {
 
 		env := &orchestrator.Env{
 			Nodes: cluster.Nodes(), Talosconfig: cluster.Talosconfig(), BootstrapNode: sc.Orchestrator.BootstrapNode, Log: log, Scale: sc.TimeScale,
+			Destructive: true, // simulated nodes
 		}
 
 		if err := (&orchestrator.Resilient{}).Run(cmd.Context(), env); err != nil && cmd.Context().Err() == nil {

@@ -18,9 +18,6 @@ import (
 	"github.com/talchaos/talchaos/harness/target"
 )
 
-// RPCs are the calls API faults can intercept.
-var RPCs = []string{"ApplyConfiguration", "Bootstrap", "MemberAddAsLearner", "MemberPromote"}
-
 // Set holds the active faults of one node.
 type Set struct {
 	mu     sync.Mutex
@@ -38,8 +35,8 @@ type Active struct {
 
 // Add puts a fault in force until the returned heal is called.
 func (s *Set) Add(f target.APIFault) (target.Heal, error) {
-	if !slices.Contains(RPCs, f.RPC) {
-		return nil, fmt.Errorf("cannot intercept %q: one of %s", f.RPC, strings.Join(RPCs, ", "))
+	if !slices.Contains(target.RPCs, f.RPC) {
+		return nil, fmt.Errorf("cannot intercept %q: one of %s", f.RPC, strings.Join(target.RPCs, ", "))
 	}
 
 	a := &Active{f: f, left: -1, healed: make(chan struct{})}

@@ -3,72 +3,54 @@ package chaos
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
+	"time"
 
-	"github.com/talchaos/talchaos/harness/apifault"
 	"github.com/talchaos/talchaos/harness/scenario"
 	"github.com/talchaos/talchaos/harness/target"
 )
 
-// apiFault intercepts one RPC on one node.
-type apiFault struct {
-	kind string
-	node string
-	f    target.APIFault
+// What the API kinds share: a node, an RPC and a count, checked and carried
+// out the same way. Their parameters are declared in each kind's file.
+
+// RPC is a parameter naming an intercepted call: one of target.RPCs.
+type RPC string
+
+// maxAPIDelay bounds an api-delay (Talos time, like the deadlines it outlasts).
+const maxAPIDelay = time.Hour
+
+// checkCall validates the node, rpc and count of an API fault.
+func checkCall(c *scenario.FaultCheck, node Node, rpc RPC, count int) {
+	c.Node("node", string(node), true)
+
+	if c.OneOf("rpc", string(rpc), "rpc", target.RPCs) && target.EtcdRPC(string(rpc)) {
+		c.ControlPlane("node", string(node), string(rpc)+" is called by a joining control plane's own Talos")
+	}
+
+	c.Int("count", int64(count), 0, scenario.MaxCount)
 }
 
-func (a *apiFault) Kind() string             { return a.kind }
-func (a *apiFault) Node() string             { return a.node }
-func (a *apiFault) Needs() target.Capability { return target.API }
+// apiNeeds is what intercepting rpc takes: the etcd calls are made by the node
+// itself, and a user's own bootstrap command (exec) is no engine client, so
+// both need interception where the node is; the built-in orchestrators' calls
+// can also be intercepted in the engine's own client.
+func apiNeeds(sc *scenario.Scenario, rpc RPC) []target.Capability {
+	if target.EtcdRPC(string(rpc)) || sc.Orchestrator.Name == "exec" {
+		return []target.Capability{target.InterceptAt(string(rpc))}
+	}
 
-func (a *apiFault) Inject(ctx context.Context, c target.Cluster) (target.Heal, error) {
-	af, ok := c.(target.APIFaults)
+	return []target.Capability{target.InterceptEngine(string(rpc))}
+}
+
+func intercept(ctx context.Context, env *Env, node Node, f target.APIFault) (target.Heal, error) {
+	af, ok := env.Cluster.(target.APIFaults)
 	if !ok {
 		return nil, fmt.Errorf("the cluster cannot intercept API calls")
 	}
 
-	return af.InterceptAPI(ctx, a.node, a.f)
+	return af.InterceptAPI(ctx, string(node), f)
 }
 
-func apiBuilder(kind string, mode target.APIFaultMode) builder {
-	return func(sc *scenario.Scenario, f scenario.Fault) (Fault, error) {
-		if f.Node == "" {
-			return nil, f.Errorf(sc, "node", "%s needs a node", kind)
-		}
-
-		if !slices.Contains(apifault.RPCs, f.RPC) {
-			return nil, f.Errorf(sc, "rpc", "%s needs an rpc: one of %s", kind, strings.Join(apifault.RPCs, ", "))
-		}
-
-		af := target.APIFault{RPC: f.RPC, Mode: mode, Count: f.Count}
-
-		switch mode {
-		case target.APIFail:
-			if f.Code == "" {
-				return nil, f.Errorf(sc, "code", "%s needs a gRPC code, e.g. Unavailable", kind)
-			}
-
-			if _, ok := apifault.CodeByName(f.Code); !ok {
-				return nil, f.Errorf(sc, "code", "unknown gRPC code %q", f.Code)
-			}
-
-			af.Code = f.Code
-		case target.APIDelay:
-			if f.Delay.Duration <= 0 {
-				return nil, f.Errorf(sc, "delay", "%s needs a positive delay", kind)
-			}
-
-			af.Delay = f.Delay.Real(sc.TimeScale)
-		case target.APIDropReply:
-		}
-
-		return &apiFault{kind: kind, node: f.Node, f: af}, nil
-	}
-}
-
-func init() {
-	register("api-fail", apiBuilder("api-fail", target.APIFail))
-	register("api-drop-reply", apiBuilder("api-drop-reply", target.APIDropReply))
-	register("api-delay", apiBuilder("api-delay", target.APIDelay))
+func apiExample(kind string, params ...string) string {
+	return "{" + strings.Join(append(append([]string{"kind: " + kind, "node: cp2", "rpc: ApplyConfiguration"}, params...), "count: 1", "at: 0s"), ", ") + "}"
 }

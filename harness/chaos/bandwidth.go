@@ -1,17 +1,37 @@
 package chaos
 
 import (
+	"context"
+
 	"github.com/talchaos/talchaos/harness/scenario"
 	"github.com/talchaos/talchaos/harness/target"
 )
 
-// bandwidth: traffic is limited to rateKBps.
-func init() {
-	register("bandwidth", func(sc *scenario.Scenario, f scenario.Fault) (Fault, error) {
-		if f.RateKBps <= 0 {
-			return nil, f.Errorf(sc, "rateKBps", "bandwidth needs a positive rateKBps")
-		}
+// Bandwidth limits the throughput of a node's port.
+type Bandwidth struct {
+	Node      Node             `yaml:"node" doc:"the node; random: a control plane other than the bootstrap node"`
+	Port      target.Port      `yaml:"port" doc:"talos-api, etcd-client or etcd-peer"`
+	Direction target.Direction `yaml:"direction" doc:"upstream (towards the node), downstream (from it) or both (default)"`
+	RateKBps  int64            `yaml:"rateKBps" doc:"the limit in KiB/s: 1 to 10000000"`
+}
 
-		return networkFault(sc, f, "bandwidth", target.Toxic{Type: "bandwidth", RateKBps: f.RateKBps})
-	})
+func (Bandwidth) Kind() string      { return "bandwidth" }
+func (Bandwidth) Destructive() bool { return false }
+func (Bandwidth) Doc() string {
+	return "limit the throughput of a node's port (a learner's snapshot crawls, its promotion waits)"
+}
+
+func (Bandwidth) Example() string { return linkExample("bandwidth", "rateKBps: 64") }
+
+func (k Bandwidth) Needs(*scenario.Scenario) []target.Capability {
+	return []target.Capability{target.ToxicOn(k.Port)}
+}
+
+func (k Bandwidth) Validate(c *scenario.FaultCheck) {
+	checkLink(c, k.Node, k.Port, k.Direction)
+	c.Int("rateKBps", k.RateKBps, 1, maxRateKBps)
+}
+
+func (k Bandwidth) Inject(ctx context.Context, env *Env) (target.Heal, error) {
+	return injectToxic(ctx, env, k.Node, k.Port, k.Direction, target.Toxic{Type: "bandwidth", RateKBps: k.RateKBps})
 }

@@ -2,18 +2,36 @@ package chaos
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
 	"github.com/talchaos/talchaos/harness/check"
 	"github.com/talchaos/talchaos/harness/scenario"
 	"github.com/talchaos/talchaos/harness/target"
+	"github.com/talchaos/talchaos/sim"
 )
 
-type fakeTarget struct{ caps []target.Capability }
+// fakeTarget has the capabilities it is given, everywhere but on the nodes
+// it lacks them on.
+type fakeTarget struct {
+	caps       []target.Capability
+	disposable bool
+	missingOn  map[string]bool
+}
 
 func (f fakeTarget) Name() string                      { return "fake" }
 func (f fakeTarget) Capabilities() []target.Capability { return f.caps }
+func (f fakeTarget) Disposable() bool                  { return f.disposable }
+func (f fakeTarget) Check(*scenario.Scenario) error    { return nil }
+func (f fakeTarget) Supports(c target.Capability, node string) error {
+	if f.missingOn[node] {
+		return errors.New("no provider for " + node)
+	}
+
+	return target.Has(f, c)
+}
+
 func (f fakeTarget) Provision(context.Context, *scenario.Scenario, target.Options) (target.Cluster, error) {
 	return nil, nil
 }
@@ -21,7 +39,7 @@ func (f fakeTarget) Provision(context.Context, *scenario.Scenario, target.Option
 func parse(t *testing.T, faults string) *scenario.Scenario {
 	t.Helper()
 
-	sc, err := scenario.Parse("s.yaml", []byte("apiVersion: talchaos/v1\nkind: Scenario\nname: s\ncluster:\n  controlPlanes: 3\nfaults:\n"+faults))
+	sc, err := Parse("s.yaml", []byte("apiVersion: talchaos/v1\nkind: Scenario\nname: s\ncluster:\n  controlPlanes: 3\nfaults:\n"+faults))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,21 +48,31 @@ func parse(t *testing.T, faults string) *scenario.Scenario {
 }
 
 func TestPlan(t *testing.T) {
-	network := fakeTarget{caps: []target.Capability{target.Network}}
+	simT := fakeTarget{caps: sim.Target{}.Capabilities(), disposable: true}
+	realT := fakeTarget{caps: []target.Capability{target.ToxicOn(target.PortTalosAPI), target.ProcessCap(target.RebootNode), target.ProcessCap(target.PowerOff)},
+		missingOn: map[string]bool{"cp3": true}}
 
 	for _, tc := range []struct {
 		name, faults string
 		tgt          target.Target
+		allow        bool
 		wantErr      string
 	}{
-		{"blackhole", "  - kind: blackhole\n    node: cp2\n    port: etcd-peer\n    at: 1m\n", network, ""},
-		{"unknown kind", "  - kind: meteor\n    node: cp2\n    at: 1m\n", network, `s.yaml:7: faults[0].kind: unknown fault kind "meteor"`},
-		{"missing port", "  - kind: blackhole\n    node: cp2\n    at: 1m\n", network, "faults[0].port: blackhole needs a port"},
-		{"bandwidth without rate", "  - kind: bandwidth\n    node: cp2\n    port: etcd-peer\n    at: 1m\n", network, "faults[0].rateKBps"},
-		{"unsupported by target", "  - kind: latency\n    node: cp2\n    port: etcd-peer\n    latency: 50ms\n    at: 1m\n", fakeTarget{}, `cannot inject "latency" faults`},
+		{"blackhole", "  - {kind: blackhole, node: cp2, port: etcd-peer, at: 1m}\n", simT, false, ""},
+		{"unsupported port", "  - {kind: latency, node: cp2, port: etcd-peer, latency: 50ms, at: 1m}\n", realT, false,
+			"s.yaml:7: faults[0].kind: target fake cannot inject latency: target fake cannot carry out toxic:etcd-peer"},
+		{"supported port", "  - {kind: latency, node: cp2, port: talos-api, latency: 50ms, at: 1m}\n", realT, false, ""},
+		{"destructive refused", "  - {kind: reboot, node: cp2, at: 1m}\n", realT, false,
+			"faults[0].kind: reboot is destructive on the fake target's nodes, which outlive the run: pass --allow-destructive"},
+		{"destructive allowed", "  - {kind: reboot, node: cp2, at: 1m}\n", realT, true, ""},
+		{"destructive on disposable nodes", "  - {kind: reboot, node: cp2, at: 1m}\n", simT, false, ""},
+		{"not on that node", "  - {kind: power-off, node: cp3, at: 1m}\n", realT, true, "cannot inject power-off: no provider for cp3"},
+		{"every error at once", "  - {kind: crash-etcd, node: cp2, at: 1m}\n  - {kind: partition, nodes: [cp1, cp2], at: 1m}\n", realT, true,
+			"s.yaml:7: faults[0].kind: target fake cannot inject crash-etcd: target fake cannot carry out process:crash-etcd\n" +
+				"s.yaml:8: faults[1].kind: target fake cannot inject partition"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Plan(parse(t, tc.faults), tc.tgt, 1)
+			_, err := Plan(parse(t, tc.faults), tc.tgt, 1, tc.allow)
 
 			switch {
 			case tc.wantErr == "" && err != nil:
@@ -53,6 +81,108 @@ func TestPlan(t *testing.T) {
 				t.Fatalf("error %v, want %q", err, tc.wantErr)
 			}
 		})
+	}
+}
+
+// "random" is resolved by the seed, the same way every time, to a control
+// plane other than the bootstrap node; other faults' choices do not move.
+func TestPlanRandomNode(t *testing.T) {
+	sc := parse(t, "  - {kind: isolate, node: random, at: 0s}\n  - {kind: reboot, node: random, at: 1m}\n")
+	tgt := fakeTarget{caps: sim.Target{}.Capabilities(), disposable: true}
+
+	seen := map[string]bool{}
+
+	for seed := range int64(20) {
+		a, err := Plan(sc, tgt, seed, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		b, _ := Plan(sc, tgt, seed, false)
+
+		for i := range a {
+			if a[i].Node() != b[i].Node() || a[i].Seed != b[i].Seed {
+				t.Fatalf("seed %d: plans differ: %s/%s", seed, a[i].Node(), b[i].Node())
+			}
+
+			if n := a[i].Node(); n != "cp2" && n != "cp3" {
+				t.Fatalf("seed %d picked %s", seed, n)
+			}
+
+			if got := NodesOf(a[i].Spec.Spec.(Kind)); len(got) != 1 || got[0] != a[i].Node() {
+				t.Fatalf("the fault's own parameters name %v, the plan %s", got, a[i].Node())
+			}
+
+			seen[a[i].Node()] = true
+		}
+	}
+
+	if len(seen) != 2 {
+		t.Errorf("20 seeds picked only %v", seen)
+	}
+}
+
+// The catalogue documents itself: every kind has a name, a doc line, docs for
+// each parameter and an example that is a valid fault of that kind.
+func TestKindsAreDocumented(t *testing.T) {
+	names := map[string]bool{}
+
+	for _, k := range Kinds {
+		name := k.Kind()
+		if name == "" || names[name] {
+			t.Fatalf("kind %T: empty or duplicate name %q", k, name)
+		}
+
+		names[name] = true
+
+		if k.Doc() == "" {
+			t.Errorf("%s: no doc", name)
+		}
+
+		for _, p := range Params(k) {
+			if p.Name == "" || p.Doc == "" {
+				t.Errorf("%s: parameter %q has no yaml name or no doc", name, p.Name)
+			}
+		}
+
+		sc, err := ParseExample(k)
+		if err != nil {
+			t.Errorf("%s: example %s: %v", name, k.Example(), err)
+
+			continue
+		}
+
+		if len(sc.Faults) != 1 || sc.Faults[0].Kind != name {
+			t.Errorf("%s: example is not one fault of the kind: %s", name, k.Example())
+
+			continue
+		}
+
+		if len(sc.Faults[0].Spec.(Kind).Needs(sc)) == 0 {
+			t.Errorf("%s: needs no capability", name)
+		}
+
+		if got, ok := Lookup(name); !ok || got.Kind() != name {
+			t.Errorf("Lookup(%s) = %v, %v", name, got, ok)
+		}
+	}
+}
+
+// What a target with the real target's capabilities is listed as supporting.
+func TestSupport(t *testing.T) {
+	caps := []target.Capability{target.ToxicOn(target.PortTalosAPI), target.InterceptEngine("ApplyConfiguration"),
+		target.InterceptEngine("Bootstrap"), target.IsolateNode}
+
+	for kind, want := range map[string]string{
+		"latency":   "port talos-api only",
+		"api-fail":  "rpc ApplyConfiguration, Bootstrap only",
+		"isolate":   "yes",
+		"partition": "no",
+	} {
+		k, _ := Lookup(kind)
+		if got := Support(k, caps); got != want {
+			t.Errorf("Support(%s) = %q, want %q", kind, got, want)
+		}
 	}
 }
 
@@ -92,6 +222,71 @@ func TestHolds(t *testing.T) {
 	} {
 		if got := Holds(o, scenario.When{Node: tc.node, State: tc.state, Count: tc.count}); got != tc.want {
 			t.Errorf("Holds(%s, %s, %d) = %v, want %v", tc.node, tc.state, tc.count, got, tc.want)
+		}
+	}
+}
+
+// Each kind refuses what does not belong to it, with file:line:field. Every
+// kind of the catalogue has cases here (checked at the end).
+func TestValidation(t *testing.T) {
+	const head = "apiVersion: talchaos/v1\nkind: Scenario\nname: s\ncluster: {controlPlanes: 3, workers: 1}\nfaults:\n"
+
+	cases := []struct{ kind, fault, want string }{
+		{"latency", "{kind: latency, node: cp2, port: etcd-peer, at: 0s}", "faults[0].latency: required: a duration between 1ms and 1m0s"},
+		{"latency", "{kind: latency, node: cp2, port: etcd-peer, latency: 2562047h, at: 0s}", "faults[0].latency: must be between 1ms and 1m0s, got 2562047h0m0s"},
+		{"latency", "{kind: latency, node: cp2, port: etcd-peer, latency: 10ms, jitter: 20ms, at: 0s}", "faults[0].jitter: 20ms is larger than the latency 10ms"},
+		{"latency", "{kind: latency, node: w1, port: etcd-peer, latency: 10ms, at: 0s}", "faults[0].port: w1 is a worker, which runs no etcd"},
+		{"bandwidth", "{kind: bandwidth, node: cp2, port: etcd-peer, at: 0s}", "faults[0].rateKBps: must be between 1 and 10000000, got 0"},
+		{"bandwidth", "{kind: bandwidth, node: cp2, port: ssh, rateKBps: 1, at: 0s}", `faults[0].port: unknown port "ssh": one of talos-api, etcd-client, etcd-peer`},
+		{"blackhole", "{kind: blackhole, node: cp2, at: 0s}", "faults[0].port: required: one of talos-api, etcd-client, etcd-peer"},
+		{"blackhole", "{kind: blackhole, node: cp2, port: talos-api, direction: sideways, at: 0s}", `faults[0].direction: unknown direction "sideways"`},
+		{"reset", "{kind: reset, port: talos-api, at: 0s}", "faults[0].node: required: a node name or random"},
+		{"reset", "{kind: reset, node: cp2, port: talos-api, latency: 1s, at: 0s}", `faults[0].latency: "latency" does not apply to kind reset (it is a field of latency); reset takes node, port, direction`},
+		{"slow-close", "{kind: slow-close, node: cp2, port: talos-api, at: 0s}", "faults[0].delay: required"},
+		{"partition", "{kind: partition, nodes: [cp1], at: 0s}", "faults[0].nodes: needs exactly two nodes"},
+		{"partition", "{kind: partition, nodes: [cp1, cp1], at: 0s}", "faults[0].nodes[1]: cp1 twice"},
+		{"partition", "{kind: partition, nodes: [cp1, random], at: 0s}", `faults[0].nodes[1]: unknown node "random"`},
+		{"partition", "{kind: partition, node: cp1, nodes: [cp1, cp2], at: 0s}", `faults[0].node: "node" does not apply to kind partition`},
+		{"isolate", "{kind: isolate, node: cp9, at: 0s}", `faults[0].node: unknown node "cp9": one of cp1, cp2, cp3, w1`},
+		{"crash-etcd", "{kind: crash-etcd, node: w1, at: 0s}", `faults[0].node: "w1" is a worker, which runs no etcd: crash-etcd kills etcd`},
+		{"pause-etcd", "{kind: pause-etcd, node: w1, at: 0s}", `faults[0].node: "w1" is a worker`},
+		{"reboot", "{kind: reboot, at: 0s}", "faults[0].node: required"},
+		{"power-off", "{kind: power-off, node: cp2, port: talos-api, at: 0s}", `faults[0].port: "port" does not apply to kind power-off`},
+		{"wipe-etcd", "{kind: wipe-etcd, node: w1, at: 0s}", `faults[0].node: "w1" is a worker`},
+		{"reset-node", "{kind: reset-node, node: cp2, graceful: yes please, at: 0s}", `faults[0].graceful: expected true or false, got "yes please"`},
+		{"api-fail", "{kind: api-fail, node: cp2, rpc: ApplyConfiguration, code: OK, at: 0s}", "faults[0].code: OK is no failure"},
+		{"api-fail", "{kind: api-fail, node: cp2, rpc: ApplyConfiguration, code: Unavailable, count: 0.9, at: 0s}", `faults[0].count: expected an integer, got "0.9"`},
+		{"api-fail", "{kind: api-fail, node: cp2, rpc: ApplyConfiguration, code: Unavailable, port: talos-api, at: 0s}",
+			`faults[0].port: "port" does not apply to kind api-fail (it is a field of latency); api-fail takes node, rpc, code, count`},
+		{"api-fail", "{kind: api-fail, node: cp2, rpc: ApplyConfiguration, code: Unavailable, rateKBps: 5, at: 0s}", `faults[0].rateKBps: "rateKBps" does not apply to kind api-fail`},
+		{"api-fail", "{kind: api-fail, node: w1, rpc: MemberPromote, code: Unavailable, at: 0s}", `faults[0].node: "w1" is a worker, which runs no etcd: MemberPromote is called by a joining control plane's own Talos`},
+		{"api-fail", "{kind: api-fail, node: cp2, rpc: Reboot, code: Unavailable, at: 0s}", `faults[0].rpc: unknown rpc "Reboot"`},
+		{"api-drop-reply", "{kind: api-drop-reply, node: cp2, rpc: Bootstrap, count: 100000, at: 0s}", "faults[0].count: must be between 0 and 10000, got 100000"},
+		{"api-delay", "{kind: api-delay, node: cp2, rpc: Bootstrap, at: 0s}", "faults[0].delay: required: a duration between 1ms and 1h0m0s"},
+	}
+
+	covered := map[string]bool{}
+
+	for _, tc := range cases {
+		covered[tc.kind] = true
+
+		t.Run(tc.kind+" "+tc.want, func(t *testing.T) {
+			_, err := Parse("s.yaml", []byte(head+"  - "+tc.fault+"\n"))
+
+			var e *scenario.Error
+			if !errors.As(err, &e) {
+				t.Fatalf("error %v (%T), want an *Error", err, err)
+			}
+
+			if !strings.Contains(err.Error(), "s.yaml:6: "+tc.want) {
+				t.Fatalf("error:\n%v\nwant:\ns.yaml:6: %s", err, tc.want)
+			}
+		})
+	}
+
+	for _, k := range Kinds {
+		if !covered[k.Kind()] {
+			t.Errorf("kind %s has no validation case", k.Kind())
 		}
 	}
 }

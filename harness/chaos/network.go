@@ -3,43 +3,72 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/talchaos/talchaos/harness/scenario"
 	"github.com/talchaos/talchaos/harness/target"
 )
 
-// toxicFault is a network fault on one node port, carried out by the target's
-// proxies (toxiproxy on the sim target).
-type toxicFault struct {
-	kind  string
-	node  string
-	port  target.Port
-	toxic target.Toxic
+// What the network kinds share: a node's port and a direction, checked and
+// carried out the same way. Their parameters are declared in each kind's file.
+
+// both is the direction of a toxic in each direction (two toxics).
+const both target.Direction = "both"
+
+var directions = []string{string(target.Upstream), string(target.Downstream), string(both)}
+
+// Bounds of the network parameters (real time: they act on real traffic).
+const (
+	maxLatency   = time.Minute
+	maxRateKBps  = 10_000_000
+	minNetDelay  = time.Millisecond
+	maxCloseWait = time.Minute
+)
+
+func portNames() []string {
+	out := make([]string, 0, len(target.Ports))
+	for _, p := range target.Ports {
+		out = append(out, string(p))
+	}
+
+	return out
 }
 
-func (t *toxicFault) Kind() string             { return t.kind }
-func (t *toxicFault) Node() string             { return t.node }
-func (t *toxicFault) Needs() target.Capability { return target.Network }
+// checkLink validates the node, port and direction of a fault on one port.
+func checkLink(c *scenario.FaultCheck, node Node, port target.Port, dir target.Direction) {
+	c.Node("node", string(node), true)
 
-func (t *toxicFault) Inject(ctx context.Context, c target.Cluster) (target.Heal, error) {
-	tx, ok := c.(target.Toxics)
+	if c.OneOf("port", string(port), "port", portNames()) && port != target.PortTalosAPI &&
+		node != "" && node != scenario.RandomNode && !scenario.IsControlPlane(string(node)) &&
+		slices.Contains(c.Scenario().Cluster.NodeNames(), string(node)) {
+		c.Errorf("port", "%s is a worker, which runs no etcd: %s exists on control planes only", node, port)
+	}
+
+	if dir != "" {
+		c.OneOf("direction", string(dir), "direction", directions)
+	}
+}
+
+// injectToxic puts the toxic on the node's port, once per direction for "both".
+func injectToxic(ctx context.Context, env *Env, node Node, port target.Port, dir target.Direction, t target.Toxic) (target.Heal, error) {
+	tx, ok := env.Cluster.(target.Toxics)
 	if !ok {
 		return nil, fmt.Errorf("the cluster has no network proxies")
 	}
 
-	// "both" is two toxics, one per direction.
-	dirs := []target.Direction{t.toxic.Direction}
-	if t.toxic.Direction == "both" {
+	dirs := []target.Direction{dir}
+	if dir == "" || dir == both {
 		dirs = []target.Direction{target.Upstream, target.Downstream}
 	}
 
 	var removes []func() error
 
 	for _, d := range dirs {
-		toxic := t.toxic
-		toxic.Direction = d
+		t.Direction = d
 
-		remove, err := tx.AddToxic(ctx, t.node, t.port, toxic)
+		remove, err := tx.AddToxic(ctx, string(node), port, t)
 		if err != nil {
 			for _, r := range removes {
 				r() //nolint:errcheck
@@ -64,20 +93,7 @@ func (t *toxicFault) Inject(ctx context.Context, c target.Cluster) (target.Heal,
 	}, nil
 }
 
-// networkFault validates the fields every network fault shares: a node and a port.
-func networkFault(sc *scenario.Scenario, f scenario.Fault, kind string, toxic target.Toxic) (Fault, error) {
-	if f.Node == "" {
-		return nil, f.Errorf(sc, "node", "%s needs a node", kind)
-	}
-
-	if f.Port == "" {
-		return nil, f.Errorf(sc, "port", "%s needs a port: talos-api, etcd-client or etcd-peer", kind)
-	}
-
-	toxic.Direction = target.Direction(f.Direction)
-	if toxic.Direction == "" {
-		toxic.Direction = "both"
-	}
-
-	return &toxicFault{kind: kind, node: f.Node, port: target.Port(f.Port), toxic: toxic}, nil
+// linkExample is the part of an example every port fault shares.
+func linkExample(kind, params string) string {
+	return "{" + strings.Join([]string{"kind: " + kind, "node: cp2", "port: etcd-peer", "direction: both", params, "at: 30s", "for: 2m"}, ", ") + "}"
 }

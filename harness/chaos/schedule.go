@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"time"
 
@@ -14,11 +15,19 @@ import (
 	"github.com/talchaos/talchaos/harness/target"
 )
 
-// Planned is one fault of a scenario with its trigger, before the run.
+// Planned is one fault of a scenario, resolved for a run: "random" replaced by
+// the node the seed picked, its own seed drawn.
 type Planned struct {
-	Spec  scenario.Fault
-	Fault Fault
+	Spec scenario.Fault
+	Kind Kind
+	// Nodes are the nodes the fault acts on.
+	Nodes []string
+	// Seed is the fault's own random stream (latency jitter).
+	Seed uint64
 }
+
+// Node names the nodes the fault acts on, for reports: "cp2", "cp1|cp3".
+func (p Planned) Node() string { return strings.Join(p.Nodes, "|") }
 
 // Trigger describes when the fault starts, for reports and --plan.
 func (p Planned) Trigger() string {
@@ -62,10 +71,16 @@ func describe(w scenario.When) string {
 	return w.Node + " is " + w.State
 }
 
-// Plan builds every fault of the scenario and checks the target can inject it,
-// before anything starts. The seed makes every random choice of the schedule:
-// which node "random" names, the jitter of latency faults.
-func Plan(sc *scenario.Scenario, tgt target.Target, seed int64) ([]Planned, error) {
+// Plan resolves every fault of the scenario for a run on the target and checks,
+// before anything starts, that the target can run the scenario and carry out
+// every fault on its nodes, and that destructive faults on nodes that are not
+// disposable (real ones) were allowed. The seed makes every random choice of
+// the schedule: which node "random" names, each fault's own seed.
+func Plan(sc *scenario.Scenario, tgt target.Target, seed int64, allowDestructive bool) ([]Planned, error) {
+	if err := tgt.Check(sc); err != nil {
+		return nil, err
+	}
+
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x7a1c4a05)) //nolint:gosec // reproducibility, not secrecy
 
 	var candidates []string
@@ -76,43 +91,71 @@ func Plan(sc *scenario.Scenario, tgt target.Target, seed int64) ([]Planned, erro
 		}
 	}
 
-	var out []Planned
+	var (
+		out  []Planned
+		errs []*scenario.Error
+	)
 
 	for _, f := range sc.Faults {
 		// Draw for every fault, used or not, so one fault's choice never shifts another's.
-		pick, jitterSeed := rng.IntN(max(len(candidates), 1)), rng.Uint64()
+		pick, faultSeed := rng.IntN(max(len(candidates), 1)), rng.Uint64()
 
-		if f.Node == scenario.RandomNode {
+		kind, ok := f.Spec.(Kind)
+		if !ok {
+			errs = append(errs, f.Errorf(sc, "kind", "unknown fault kind %q", f.Kind))
+
+			continue
+		}
+
+		if usesRandom(kind) {
 			if len(candidates) == 0 {
-				return nil, f.Errorf(sc, "node", "no control plane other than the bootstrap node to pick at random")
+				errs = append(errs, f.Errorf(sc, "node", "no control plane other than the bootstrap node to pick at random"))
+
+				continue
 			}
 
-			f.Node = candidates[pick]
+			kind = withNode(kind, candidates[pick])
+			f.Spec = kind
 		}
 
-		fault, err := Build(sc, f)
-		if err != nil {
-			return nil, err
+		p := Planned{Spec: f, Kind: kind, Nodes: NodesOf(kind), Seed: faultSeed}
+
+		if err := permitted(sc, tgt, p, allowDestructive); err != nil {
+			errs = append(errs, f.Errorf(sc, "kind", "%s", err))
+
+			continue
 		}
 
-		if tf, ok := fault.(*toxicFault); ok {
-			tf.toxic.JitterSeed = jitterSeed
-		}
+		out = append(out, p)
+	}
 
-		if err := Supported(fault, tgt); err != nil {
-			return nil, f.Errorf(sc, "kind", "%s", err)
-		}
-
-		if fc, ok := tgt.(target.FaultChecker); ok {
-			if err := fc.CheckFault(f.Kind, f.Node, f.Port, f.RPC); err != nil {
-				return nil, f.Errorf(sc, "kind", "target %s: %s", tgt.Name(), err)
-			}
-		}
-
-		out = append(out, Planned{Spec: f, Fault: fault})
+	if err := scenario.Collect(errs); err != nil {
+		return nil, err
 	}
 
 	return out, nil
+}
+
+// permitted checks the target can carry out the fault on its nodes, and may.
+func permitted(sc *scenario.Scenario, tgt target.Target, p Planned, allowDestructive bool) error {
+	for _, need := range p.Kind.Needs(sc) {
+		nodes := p.Nodes
+		if len(nodes) == 0 {
+			nodes = []string{""}
+		}
+
+		for _, n := range nodes {
+			if err := tgt.Supports(need, n); err != nil {
+				return fmt.Errorf("target %s cannot inject %s: %w", tgt.Name(), p.Kind.Kind(), err)
+			}
+		}
+	}
+
+	if p.Kind.Destructive() && !tgt.Disposable() && !allowDestructive {
+		return fmt.Errorf("%s is destructive on the %s target's nodes, which outlive the run: pass --allow-destructive to run it", p.Kind.Kind(), tgt.Name())
+	}
+
+	return nil
 }
 
 // Holds reports whether the trigger's node is observed in its state.
@@ -173,7 +216,7 @@ func NewSchedule(planned []Planned, cluster target.Cluster, log *eventlog.Log, s
 
 	for _, p := range planned {
 		s.records = append(s.records, &result.Fault{
-			Name: p.Spec.Name, Kind: p.Spec.Kind, Node: p.Fault.Node(), Trigger: p.Trigger(), StartMs: -1, EndMs: -1,
+			Name: p.Spec.Name, Kind: p.Spec.Kind, Node: p.Node(), Trigger: p.Trigger(), StartMs: -1, EndMs: -1,
 		})
 	}
 
@@ -284,7 +327,7 @@ func (s *Schedule) start(ctx context.Context, i int) {
 	p := s.planned[i]
 	rec := s.records[i]
 
-	heal, err := p.Fault.Inject(ctx, s.cluster)
+	heal, err := p.Kind.Inject(ctx, &Env{Cluster: s.cluster, Scale: s.scale, Seed: p.Seed})
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -293,13 +336,13 @@ func (s *Schedule) start(ctx context.Context, i int) {
 
 	if err != nil {
 		rec.Error = err.Error()
-		s.log.Add(p.Fault.Node(), "fault.error", fmt.Sprintf("%s (%s): %s", p.Spec.Name, p.Spec.Kind, err))
+		s.log.Add(p.Node(), "fault.error", fmt.Sprintf("%s (%s): %s", p.Spec.Name, p.Spec.Kind, err))
 
 		return
 	}
 
 	s.heals[i] = heal
-	s.log.Add(p.Fault.Node(), "fault.start", fmt.Sprintf("%s (%s) %s", p.Spec.Name, p.Spec.Kind, p.Trigger()))
+	s.log.Add(p.Node(), "fault.start", fmt.Sprintf("%s (%s) %s", p.Spec.Name, p.Spec.Kind, p.Trigger()))
 }
 
 func (s *Schedule) heal(i int) {
@@ -322,12 +365,12 @@ func (s *Schedule) heal(i int) {
 
 	if err != nil {
 		s.records[i].Error = err.Error()
-		s.log.Add(p.Fault.Node(), "fault.error", fmt.Sprintf("%s: heal: %s", p.Spec.Name, err))
+		s.log.Add(p.Node(), "fault.error", fmt.Sprintf("%s: heal: %s", p.Spec.Name, err))
 
 		return
 	}
 
-	s.log.Add(p.Fault.Node(), "fault.stop", fmt.Sprintf("%s (%s) healed", p.Spec.Name, p.Spec.Kind))
+	s.log.Add(p.Node(), "fault.stop", fmt.Sprintf("%s (%s) healed", p.Spec.Name, p.Spec.Kind))
 }
 
 // Stop waits for the fault goroutines (their context must be done) and heals

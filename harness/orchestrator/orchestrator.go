@@ -39,6 +39,39 @@ type Env struct {
 	// Faults, when set, puts the target's client-side API faults into every
 	// client the orchestrator opens.
 	Faults target.ClientFaults
+	// Destructive permits remedies that remove members, reset, wipe or reboot
+	// nodes. Without it an orchestrator reports the remedy it would take, with
+	// the talosctl command, and stops.
+	Destructive bool
+}
+
+// Remedy is a destructive step an orchestrator may take to unblock a cluster.
+type Remedy struct {
+	// When is the situation that calls for it, as a sentence.
+	When string
+	// Action is what the orchestrator does.
+	Action string
+	// Command is the same by hand.
+	Command string
+}
+
+// Remedial is implemented by orchestrators that may take destructive remedies
+// (listed by --plan).
+type Remedial interface {
+	Remedies() []Remedy
+}
+
+// ErrRemedyWithheld stops an orchestrator that needed a destructive remedy it
+// was not permitted to take.
+var ErrRemedyWithheld = errors.New("a destructive remedy is needed and was not permitted (--allow-destructive)")
+
+// withhold reports a remedy the orchestrator would take, and the error that
+// stops it.
+func (e *Env) withhold(node, action, command string) error {
+	e.Log.Add(node, "orchestrator.remedy-withheld",
+		fmt.Sprintf("would %s: %s (destructive on nodes that outlive the run: pass --allow-destructive to let talchaos do it)", action, command))
+
+	return fmt.Errorf("%w: %s", ErrRemedyWithheld, action)
 }
 
 // New returns the orchestrator the scenario's orchestrator block names.

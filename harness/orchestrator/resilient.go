@@ -330,9 +330,12 @@ func (r *Resilient) waitVoters(ctx context.Context, env *Env, boot target.Node) 
 				}
 
 				if !handled[m.GetId()] {
-					if done := r.unblock(ctx, env, sec, m, time.Since(learnerSince[m.GetId()])); done {
-						handled[m.GetId()] = true
+					done, err := r.unblock(ctx, env, sec, m, time.Since(learnerSince[m.GetId()]))
+					if err != nil {
+						return err
 					}
+
+					handled[m.GetId()] = done
 				}
 			}
 
@@ -357,41 +360,73 @@ func (r *Resilient) waitVoters(ctx context.Context, env *Env, boot target.Node) 
 	}
 }
 
-// unblock deals with a learner that is in the way; it reports whether it acted.
+// Remedies implements Remedial.
+func (*Resilient) Remedies() []Remedy {
+	return []Remedy{{
+		When: fmt.Sprintf("an etcd learner that never started (unnamed) is still in the member list after %s of Talos time "+
+			"and its node does not run etcd: it blocks every later join", staleAfter),
+		Action:  "remove the stale learner; its node's join loop adds itself again",
+		Command: "talosctl -n <bootstrap node> etcd remove-member <member id>",
+	}, {
+		When:   fmt.Sprintf("a learner is still not promoted %s after it joined: Talos's 10-minute promote window is over and nothing retries", stuckAfter),
+		Action: "remove it and wipe its node's EPHEMERAL partition, so the node reboots and joins afresh",
+		Command: "talosctl -n <bootstrap node> etcd remove-member <member id> && " +
+			"talosctl -n <learner's node> reset --system-labels-to-wipe EPHEMERAL --reboot --graceful=false",
+	}}
+}
+
+// unblock deals with a learner that is in the way; it reports whether it acted,
+// and an error when it needed a remedy it may not take.
 //   - unnamed (never started) for longer than staleAfter, and its node does not
 //     run etcd: remove it; its node's join loop adds itself again.
 //   - named, a learner for longer than stuckAfter: its promote window is over.
 //     Remove it and wipe its node's EPHEMERAL partition (etcd data, config kept),
 //     so the node reboots and joins afresh with a new promote window.
-func (r *Resilient) unblock(ctx context.Context, env *Env, sec *client.Client, m *machine.EtcdMember, age time.Duration) bool {
+func (r *Resilient) unblock(ctx context.Context, env *Env, sec *client.Client, m *machine.EtcdMember, age time.Duration) (bool, error) {
 	id := fmt.Sprintf("%016x", m.GetId())
+
+	boot := env.BootstrapNode
+	if n, ok := env.node(boot); ok {
+		boot = n.Address
+	}
 
 	switch {
 	case m.GetHostname() == "" && age > env.d(staleAfter):
 		if r.runsEtcd(ctx, env, m) {
-			return false
+			return false, nil
+		}
+
+		what := "remove stale learner " + id + " (" + strings.Join(m.GetPeerUrls(), ",") + ")"
+		if !env.Destructive {
+			return false, env.withhold(env.BootstrapNode, what, fmt.Sprintf("talosctl -n %s etcd remove-member %s", boot, id))
 		}
 
 		err := r.removeMember(ctx, env, sec, m)
 		env.call(env.BootstrapNode, "EtcdRemoveMemberByID "+id+" (stale learner "+strings.Join(m.GetPeerUrls(), ",")+")", err)
 
-		return err == nil
+		return err == nil, nil
 	case m.GetHostname() != "" && age > env.d(stuckAfter):
 		node, ok := env.node(m.GetHostname())
 		if !ok {
-			return false
+			return false, nil
+		}
+
+		if !env.Destructive {
+			return false, env.withhold(node.Name, "remove learner "+node.Name+" ("+id+"), past its promote window, and reset its node to re-join",
+				fmt.Sprintf("talosctl -n %s etcd remove-member %s && talosctl -n %s reset --system-labels-to-wipe EPHEMERAL --reboot --graceful=false",
+					boot, id, node.Address))
 		}
 
 		err := r.removeMember(ctx, env, sec, m)
 		env.call(env.BootstrapNode, "EtcdRemoveMemberByID "+id+" (learner "+node.Name+" past its promote window)", err)
 
 		if err != nil {
-			return false
+			return false, nil
 		}
 
 		nc, err := env.secure(ctx, node)
 		if err != nil {
-			return false
+			return false, nil
 		}
 		defer nc.Close() //nolint:errcheck
 
@@ -405,10 +440,10 @@ func (r *Resilient) unblock(ctx context.Context, env *Env, sec *client.Client, m
 		})
 		env.call(node.Name, "Reset (wipe EPHEMERAL, reboot, re-join)", err)
 
-		return true
+		return true, nil
 	}
 
-	return false
+	return false, nil
 }
 
 // runsEtcd reports whether the node that advertises the learner's peer URL

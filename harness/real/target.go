@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/Shopify/toxiproxy/v2"
@@ -30,42 +31,78 @@ type Target struct {
 // Name implements target.Target.
 func (*Target) Name() string { return "real" }
 
-// Capabilities implements target.Target. Which faults of each family work
-// depends on the inventory; CheckFault says so per fault before anything starts.
+// Capabilities implements target.Target: network faults only on the Talos API
+// path (talchaos's own proxy), API faults only in talchaos's own clients,
+// reboots and resets through the Talos API, power and the NIC through the
+// node's provider.
 func (*Target) Capabilities() []target.Capability {
-	return []target.Capability{target.Network, target.API, target.Process, target.Partition}
+	return []target.Capability{
+		target.ToxicOn(target.PortTalosAPI),
+		target.ProcessCap(target.RebootNode),
+		target.ProcessCap(target.PowerOff),
+		target.ProcessCap(target.WipeEtcd),
+		target.ProcessCap(target.ResetGraceful),
+		target.ProcessCap(target.ResetForced),
+		target.IsolateNode,
+		target.InterceptEngine("ApplyConfiguration"),
+		target.InterceptEngine("Bootstrap"),
+	}
 }
 
-// destructive are the fault kinds that disrupt a real node beyond the run.
-var destructive = []string{"reboot", "power-off", "wipe-etcd", "reset-node", "isolate", "crash-etcd", "pause-etcd"}
+// Disposable implements target.Target: real nodes outlive the run.
+func (*Target) Disposable() bool { return false }
 
-// CheckFault implements target.FaultChecker: the real target can only put
-// network faults on the Talos API path (its own proxy), intercept the engine's
-// own Talos API calls, and drive power and NICs through the node's provider.
-func (t *Target) CheckFault(kind, node, port, rpc string) error {
-	if slices.Contains(destructive, kind) && !t.AllowDestructive {
-		return fmt.Errorf("%s is destructive on a real cluster: pass --allow-destructive to run it", kind)
+// Supports implements target.Target, saying why a primitive is out of reach.
+func (t *Target) Supports(c target.Capability, node string) error {
+	if target.Has(t, c) != nil {
+		return errors.New(outOfReach(c))
 	}
 
-	n, ok := t.Inventory.Node(node)
+	if c != target.ProcessCap(target.PowerOff) && c != target.IsolateNode {
+		return nil
+	}
 
-	switch kind {
-	case "latency", "bandwidth", "blackhole", "reset", "slow-close":
-		if port != string(target.PortTalosAPI) {
-			return fmt.Errorf("on real nodes network faults act only on the Talos API path (port talos-api), not %s", port)
+	if n, ok := t.Inventory.Node(node); !ok || (n.Proxmox == nil && n.QEMU == nil) {
+		return fmt.Errorf("it needs a power/NIC provider (proxmox or qemu) for node %s in the inventory", node)
+	}
+
+	return nil
+}
+
+// outOfReach says why the real target lacks a capability.
+func outOfReach(c target.Capability) string {
+	s := string(c)
+
+	switch {
+	case strings.HasPrefix(s, "toxic:"):
+		return "on real nodes network faults act only on the Talos API path (port talos-api), through talchaos's own proxy"
+	case strings.HasPrefix(s, "api:"), strings.HasPrefix(s, "engine-api:"):
+		return "a real node cannot be made to refuse or lose its own replies: only talchaos's own ApplyConfiguration and Bootstrap calls " +
+			"can be intercepted, not a user's exec command's calls nor the etcd calls a node makes itself"
+	case c == target.PartitionNodes:
+		return "cutting two real nodes apart needs a hand on their network; isolate (NIC link down) is possible"
+	}
+
+	return "a real node's processes are out of talchaos's reach: only reboots and resets (Talos API) and power (provider) are"
+}
+
+// Check implements target.Target: the scenario's nodes (cp1..cpN, w1..wM) must
+// be the inventory's, with the same roles.
+func (t *Target) Check(sc *scenario.Scenario) error {
+	for _, name := range sc.Cluster.NodeNames() {
+		n, ok := t.Inventory.Node(name)
+		if !ok {
+			return sc.Errorf("cluster", "the scenario needs node %s, which the inventory does not list", name)
 		}
-	case "api-fail", "api-drop-reply", "api-delay":
-		if rpc != "ApplyConfiguration" && rpc != "Bootstrap" {
-			return fmt.Errorf("on real nodes only talchaos's own ApplyConfiguration and Bootstrap calls can be intercepted, not %s", rpc)
+
+		want := "worker"
+		if scenario.IsControlPlane(name) {
+			want = "controlplane"
 		}
-	case "power-off", "isolate":
-		if !ok || (n.Proxmox == nil && n.QEMU == nil) {
-			return fmt.Errorf("%s needs a power/NIC provider (proxmox or qemu) for node %s in the inventory", kind, node)
+
+		if n.Role != want {
+			return sc.Errorf("cluster", "inventory node %s is a %s, the scenario needs a %s", name, n.Role, want)
 		}
-	case "reboot", "wipe-etcd", "reset-node":
-		// Through the Talos API (or the provider for reboot).
-	default:
-		return fmt.Errorf("%s cannot be injected on real nodes", kind)
 	}
 
 	return nil
@@ -77,20 +114,8 @@ func (t *Target) CheckFault(kind, node, port, rpc string) error {
 func (t *Target) Provision(ctx context.Context, sc *scenario.Scenario, _ target.Options) (target.Cluster, error) {
 	inv := t.Inventory
 
-	for _, name := range sc.Cluster.NodeNames() {
-		n, ok := inv.Node(name)
-		if !ok {
-			return nil, fmt.Errorf("the scenario needs node %s, which the inventory does not list", name)
-		}
-
-		want := "worker"
-		if scenario.IsControlPlane(name) {
-			want = "controlplane"
-		}
-
-		if n.Role != want {
-			return nil, fmt.Errorf("inventory node %s is a %s, the scenario needs a %s", name, n.Role, want)
-		}
+	if err := t.Check(sc); err != nil {
+		return nil, err
 	}
 
 	cfg, err := clientconfig.Open(inv.path(inv.Talosconfig))

@@ -1,8 +1,10 @@
-package scenario
+package scenario_test
 
 import (
 	"os"
 	"testing"
+
+	"github.com/talchaos/talchaos/harness/chaos"
 )
 
 func BenchmarkParse(b *testing.B) {
@@ -14,7 +16,7 @@ func BenchmarkParse(b *testing.B) {
 	b.ReportAllocs()
 
 	for b.Loop() {
-		if _, err := Parse("too-many-learners.yaml", data); err != nil {
+		if _, err := chaos.Parse("too-many-learners.yaml", data); err != nil {
 			b.Fatal(err)
 		}
 	}

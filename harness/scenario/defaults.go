@@ -9,7 +9,8 @@ func (s *Scenario) applyDefaults() {
 		s.Talos = DefaultProfile
 	}
 
-	if s.TimeScale == 0 {
+	// An explicit 0 is an error (validate says so), not a silent 1.
+	if s.TimeScale == 0 && !s.lines.Has("timeScale") {
 		s.TimeScale = 1
 	}
 

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/talchaos/talchaos/harness/strictyaml"
 )
 
 // UnmarshalYAML accepts a Go duration string ("90s", "10m", "1h30m") or a plain 0.
@@ -12,7 +14,7 @@ import (
 // a wrong guess silently changes what a scenario tests.
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.ScalarNode {
-		return fmt.Errorf("expected a duration like \"90s\", got %s", describe(n))
+		return fmt.Errorf("expected a duration like \"90s\", got %s", strictyaml.Describe(n))
 	}
 
 	if n.ShortTag() == "!!null" {

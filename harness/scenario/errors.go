@@ -2,50 +2,17 @@ package scenario
 
 import (
 	"fmt"
-	"strings"
+
+	"github.com/talchaos/talchaos/harness/strictyaml"
 )
 
-// Error is one problem in a scenario file. It prints as "FILE:LINE: FIELD: MSG", the
-// form editors and CI logs turn into links; FIELD is omitted only for problems that
-// belong to no field (YAML syntax errors, an empty file).
-type Error struct {
-	File  string
-	Line  int
-	Field string // YAML key path: "cluster.controlPlanes", "faults[2].when.state"
-	Msg   string
-}
-
-func (e *Error) Error() string {
-	if e.Field == "" {
-		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
-	}
-
-	return fmt.Sprintf("%s:%d: %s: %s", e.File, e.Line, e.Field, e.Msg)
-}
+// Error is one problem in a scenario file; it prints as "FILE:LINE: FIELD: MSG".
+type Error = strictyaml.Error
 
 // Errors is every problem found in one file, in line order, printed one per line.
 // Parse returns it only when there is more than one problem; errors.As(err, &e) with
 // e an *Error yields the first.
-type Errors []*Error
-
-func (es Errors) Error() string {
-	lines := make([]string, len(es))
-	for i, e := range es {
-		lines[i] = e.Error()
-	}
-
-	return strings.Join(lines, "\n")
-}
-
-// Unwrap lets errors.As and errors.Is see each problem, the first one first.
-func (es Errors) Unwrap() []error {
-	out := make([]error, len(es))
-	for i, e := range es {
-		out[i] = e
-	}
-
-	return out
-}
+type Errors = strictyaml.Errors
 
 // Errorf builds an *Error for a field of the scenario (a YAML key path such as
 // "cluster.workers"), pointing at the line of that field, or of its nearest enclosing
@@ -55,11 +22,14 @@ func (s *Scenario) Errorf(field, format string, args ...any) *Error {
 	e := &Error{Line: 1, Field: field, Msg: fmt.Sprintf(format, args...)}
 	if s != nil {
 		e.File = s.File
-		e.Line = s.line(field)
+		e.Line = s.lines.Line(field)
 	}
 
 	return e
 }
+
+// Has reports whether a field was written in the scenario file.
+func (s *Scenario) Has(field string) bool { return s.lines.Has(field) }
 
 // Errorf builds an *Error for a field of this fault ("latency" becomes
 // "faults[3].latency"; "" names the fault itself), for the chaos package to report
@@ -79,27 +49,6 @@ func (f Fault) Errorf(s *Scenario, field, format string, args ...any) *Error {
 	return e
 }
 
-// line is the line of field, or of its nearest ancestor recorded in the file, or 1.
-func (s *Scenario) line(field string) int {
-	for {
-		if l, ok := s.lines[field]; ok && l > 0 {
-			return l
-		}
-
-		if field == "" {
-			return 1
-		}
-
-		field = parentPath(field)
-	}
-}
-
-// parentPath strips the last ".key" or "[i]" from a field path.
-func parentPath(p string) string {
-	i := strings.LastIndexAny(p, ".[")
-	if i < 0 {
-		return ""
-	}
-
-	return p[:i]
-}
+// Collect returns nil for no problem, the single error as is, or all of them
+// in line order.
+func Collect(errs []*Error) error { return strictyaml.Collect(errs) }

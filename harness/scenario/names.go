@@ -16,22 +16,44 @@ const DefaultWithin = 30 * time.Minute
 // DefaultValueBytes is the workload value size when writes are enabled without one.
 const DefaultValueBytes = 256
 
-// MaxNodes bounds cluster.controlPlanes and cluster.workers: each node is a real etcd
-// and Talos API on the test machine.
-const MaxNodes = 9
-
-// MaxTimeScale bounds timeScale: beyond it Talos timers shrink below the scheduling
-// noise of the test machine.
-const MaxTimeScale = 10000
+// Bounds on a scenario. Each node is a real etcd member and Talos API on the
+// test machine, and every number ends up sizing memory, goroutines or waits:
+// a bound keeps a typo (an extra zero) from eating the machine.
+const (
+	// MaxControlPlanes bounds cluster.controlPlanes (etcd clusters beyond 7
+	// members are not a Talos configuration anyone runs).
+	MaxControlPlanes = 9
+	// MaxWorkers bounds cluster.workers.
+	MaxWorkers = 100
+	// MaxTimeScale bounds timeScale: beyond it Talos timers shrink below the
+	// scheduling noise of the test machine.
+	MaxTimeScale = 10000
+	// MaxDuration bounds every Talos-time duration of a scenario (triggers,
+	// windows, boot delays, the run itself).
+	MaxDuration = 24 * time.Hour
+	// MaxNameLen bounds the scenario's and the faults' names.
+	MaxNameLen = 63
+	// MaxDescription bounds the description.
+	MaxDescription = 16 << 10
+	// MaxLearners bounds cluster.etcd.maxLearners.
+	MaxLearners = 16
+	// MaxSnapshotEntries bounds snapshotCount and snapshotCatchUpEntries.
+	MaxSnapshotEntries = 10_000_000
+	// MaxWritesPerSecond bounds the workload's write rate.
+	MaxWritesPerSecond = 10_000
+	// MaxValueBytes bounds the workload's value size: etcd refuses requests
+	// over 1.5 MiB.
+	MaxValueBytes = 1 << 20
+	// MaxFaults bounds the faults list.
+	MaxFaults = 200
+	// MaxCount bounds counts (a trigger's k-th refusal, an API fault's calls).
+	MaxCount = 10_000
+	// MaxListItems bounds the other lists of a scenario.
+	MaxListItems = 256
+)
 
 // Orchestrators are the bootstrap strategies orchestrator.name can pick.
 var Orchestrators = []string{"resilient", "naive", "exec"}
-
-// Ports are the node ports a fault's port field can name.
-var Ports = []string{"talos-api", "etcd-client", "etcd-peer"}
-
-// Directions are the values of a network fault's direction field.
-var Directions = []string{"upstream", "downstream", "both"}
 
 // DiagnosisCodes are the stable diagnosis codes expectations can name. They are a
 // public contract: scenario files and reports depend on them not changing.

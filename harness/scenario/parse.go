@@ -1,34 +1,33 @@
 package scenario
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"reflect"
-	"regexp"
-	"sort"
-	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/talchaos/talchaos/harness/strictyaml"
 )
 
 // Load reads the scenario file at path and parses it.
-func Load(path string) (*Scenario, error) {
+func Load(path string, kinds FaultKinds) (*Scenario, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read scenario: %w", err)
 	}
 
-	return Parse(path, data)
+	return Parse(path, data, kinds)
 }
 
-// Parse decodes a scenario strictly, applies defaults and validates it. file is only
-// used in errors and stored in Scenario.File. The error is an *Error when there is one
-// problem and Errors (in line order) when there are several.
-func Parse(file string, data []byte) (_ *Scenario, err error) {
+const emptyMsg = "empty scenario: expected a mapping with apiVersion, kind, name and cluster"
+
+// Parse decodes a scenario strictly, applies defaults and validates it, the
+// faults' kind-specific parameters with the kinds of the catalogue. file is only
+// used in errors and stored in Scenario.File. The error is an *Error when there
+// is one problem and Errors (in line order) when there are several.
+func Parse(file string, data []byte, kinds FaultKinds) (_ *Scenario, err error) {
 	// Parsing must never take the harness down, whatever the file: a panic in the YAML
 	// library becomes an error at the top of the file.
 	defer func() {
@@ -37,103 +36,126 @@ func Parse(file string, data []byte) (_ *Scenario, err error) {
 		}
 	}()
 
-	root, perr := readRoot(file, data)
-	if perr != nil {
-		return nil, perr
+	root, err := strictyaml.ReadRoot(file, data, "a scenario", emptyMsg)
+	if err != nil {
+		return nil, err
 	}
 
-	d := &decoder{file: file, lines: map[string]int{"": root.Line}, expanding: map[*yaml.Node]bool{}}
+	d := strictyaml.NewDecoder(file)
+	d.Lines[""] = root.Line
+	d.Hook(reflect.TypeFor[Fault](), faultDecoder(kinds))
 
 	var s Scenario
 
-	d.decode(root, reflect.ValueOf(&s).Elem(), "")
+	d.Decode(root, reflect.ValueOf(&s).Elem(), "")
 
 	// Validating a half-decoded scenario would add noise (a bad controlPlanes would
 	// also fail every node-name check), so decoding errors are reported alone.
-	if len(d.errs) > 0 {
-		return nil, collect(d.errs)
+	if err := d.Err(); err != nil {
+		return nil, err
 	}
 
 	s.File = file
-	s.lines = d.lines
+	s.lines = d.Lines
 
 	for i := range s.Faults {
 		s.Faults[i].Index = i
-		s.Faults[i].Line = d.lines[fmt.Sprintf("faults[%d]", i)]
+		s.Faults[i].Line = d.Lines[fmt.Sprintf("faults[%d]", i)]
 	}
 
 	s.applyDefaults()
 
-	if errs := s.validate(); len(errs) > 0 {
-		return nil, collect(errs)
+	if err := strictyaml.Collect(s.validate()); err != nil {
+		return nil, err
 	}
 
 	return &s, nil
 }
 
-// readRoot parses the YAML and returns the top-level mapping of its only document.
-func readRoot(file string, data []byte) (*yaml.Node, error) {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
+// commonFaultFields are the fields every fault has, whatever its kind.
+var commonFaultFields = strictyaml.FieldNames(reflect.TypeFor[Fault]())
 
-	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, &Error{File: file, Line: 1, Msg: emptyMsg}
+// faultDecoder decodes a fault in two steps: the fields every fault has, then
+// the rest of the mapping into the parameters of its kind, strictly.
+func faultDecoder(kinds FaultKinds) strictyaml.Hook {
+	return func(d *strictyaml.Decoder, n *yaml.Node, v reflect.Value, path string) {
+		if strictyaml.IsNull(n) {
+			d.Errorf(n.Line, path, "expected a fault (a mapping with kind and a trigger), got null")
+
+			return
 		}
 
-		return nil, syntaxError(file, err)
-	}
+		pairs, ok := d.Pairs(n, path)
+		if !ok {
+			return
+		}
 
-	// A second document would be silently ignored by a plain decode; one file is one
-	// scenario.
-	var next yaml.Node
-	if err := dec.Decode(&next); err == nil {
-		return nil, &Error{File: file, Line: max(next.Line, 1), Msg: "more than one YAML document: one scenario per file"}
-	} else if !errors.Is(err, io.EOF) {
-		return nil, syntaxError(file, err)
-	}
+		f := v.Addr().Interface().(*Fault)
+		rest := d.DecodeFields(pairs, v, path)
 
-	root := &doc
-	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
-		root = root.Content[0]
-	}
+		if f.Kind == "" {
+			d.Errorf(d.Lines.Line(path+".kind"), path+".kind", "required: one of %s", strings.Join(kindNames(kinds), ", "))
 
-	// "---" alone is a document holding an empty null: as empty as no document at all.
-	if isNull(root) && root.Value == "" {
-		return nil, &Error{File: file, Line: 1, Msg: emptyMsg}
-	}
+			return
+		}
 
-	if root.Kind != yaml.MappingNode {
-		return nil, &Error{File: file, Line: max(root.Line, 1), Msg: "a scenario must be a mapping, got " + describe(root)}
-	}
+		var spec FaultSpec
 
-	return root, nil
+		ok = false
+		if kinds != nil {
+			spec, ok = kinds.New(f.Kind)
+		}
+
+		if !ok {
+			d.Errorf(d.Lines[path+".kind"], path+".kind", "unknown fault kind %q: one of %s", f.Kind, strings.Join(kindNames(kinds), ", "))
+
+			return
+		}
+
+		sv := reflect.New(reflect.TypeOf(spec)).Elem()
+		own := strictyaml.FieldNames(sv.Type())
+
+		for _, kv := range d.DecodeFields(rest, sv, path) {
+			if other := kindWithField(kinds, kv.Name); other != "" {
+				d.Errorf(kv.Key.Line, strictyaml.Join(path, kv.Name), "%q does not apply to kind %s (it is a field of %s); %s takes %s",
+					kv.Name, f.Kind, other, f.Kind, fieldList(own))
+
+				continue
+			}
+
+			d.Unknown(kv, path, append(own, commonFaultFields...))
+		}
+
+		f.Spec = sv.Interface().(FaultSpec)
+	}
 }
 
-const emptyMsg = "empty scenario: expected a mapping with apiVersion, kind, name and cluster"
+func kindNames(kinds FaultKinds) []string {
+	if kinds == nil {
+		return nil
+	}
 
-var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+	return kinds.Names()
+}
 
-// syntaxError turns a yaml.v3 parse error ("yaml: line 3: did not find expected key")
-// into an *Error with its line.
-func syntaxError(file string, err error) *Error {
-	msg := err.Error()
-	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
-		if l, convErr := strconv.Atoi(m[1]); convErr == nil {
-			return &Error{File: file, Line: l, Msg: "invalid YAML: " + m[2]}
+// kindWithField names a kind that has the field, "" if none.
+func kindWithField(kinds FaultKinds, field string) string {
+	for _, k := range kindNames(kinds) {
+		spec, _ := kinds.New(k)
+		for _, f := range strictyaml.FieldNames(reflect.TypeOf(spec)) {
+			if f == field {
+				return k
+			}
 		}
 	}
 
-	return &Error{File: file, Line: 1, Msg: "invalid YAML: " + strings.TrimPrefix(msg, "yaml: ")}
+	return ""
 }
 
-// collect returns the single error as is, or all of them in line order.
-func collect(errs []*Error) error {
-	if len(errs) == 1 {
-		return errs[0]
+func fieldList(fields []string) string {
+	if len(fields) == 0 {
+		return "no fields of its own"
 	}
 
-	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Line < errs[j].Line })
-
-	return Errors(errs)
+	return strings.Join(fields, ", ")
 }

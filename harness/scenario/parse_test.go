@@ -1,4 +1,4 @@
-package scenario
+package scenario_test
 
 import (
 	"errors"
@@ -9,6 +9,16 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/talchaos/talchaos/harness/chaos"
+	. "github.com/talchaos/talchaos/harness/scenario" //nolint:revive // the package under test
+)
+
+// parse and load read scenarios with the fault kinds of the catalogue, as the
+// CLI does.
+var (
+	parse = chaos.Parse
+	load  = chaos.Load
 )
 
 // full uses every section; the line numbers matter to the tests below.
@@ -32,7 +42,7 @@ orchestrator:
 faults:
   - kind: partition
     nodes: [cp1, cp3]
-    direction: both
+    name: cut
     at: 0
     for: 90s
   - name: slow-peer
@@ -42,7 +52,7 @@ faults:
     latency: 200ms
     when: {node: cp3, state: learner, after: 1h30m}
 expect:
-  converged: true
+  converged: false
   voters: 3
   learners: 0
   nodesInMaintenance: [w1]
@@ -53,7 +63,7 @@ expect:
 `
 
 func TestParseFull(t *testing.T) {
-	s, err := Parse("full.yaml", []byte(full))
+	s, err := parse("full.yaml", []byte(full))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,17 +106,17 @@ func TestParseFull(t *testing.T) {
 
 	zero := Duration{}
 	check("Faults[0]", s.Faults[0], Fault{
-		Name: "partition-0", Kind: "partition", Nodes: []string{"cp1", "cp3"}, Direction: "both",
+		Name: "cut", Kind: "partition", Spec: chaos.Partition{Nodes: []chaos.Node{"cp1", "cp3"}},
 		At: &zero, For: d("90s"), Line: 19, Index: 0,
 	})
 	check("Faults[1]", s.Faults[1], Fault{
-		Name: "slow-peer", Kind: "latency", Node: "cp3", Port: "etcd-peer", Latency: d("200ms"),
+		Name: "slow-peer", Kind: "latency", Spec: chaos.Latency{Node: "cp3", Port: "etcd-peer", Latency: d("200ms")},
 		When: &When{Node: "cp3", State: "learner", After: d("1h30m")}, Line: 24, Index: 1,
 	})
 
-	yes, three, none := true, 3, 0
+	no, three, none := false, 3, 0
 	check("Expect", s.Expect, Expect{
-		Within: d("30m"), Converged: &yes, Voters: &three, Learners: &none,
+		Within: d("30m"), Converged: &no, Voters: &three, Learners: &none,
 		NodesInMaintenance: []string{"w1"},
 		Diagnoses:          []ExpectedDiagnosis{{Code: "learner-not-synced", Node: "cp3"}},
 		NoDiagnoses:        []string{"split-brain"},
@@ -123,7 +133,7 @@ func TestParseFull(t *testing.T) {
 }
 
 func TestParseDefaults(t *testing.T) {
-	s, err := Parse("min.yaml", []byte("apiVersion: talchaos/v1\nkind: Scenario\nname: min\ncluster: {controlPlanes: 1}\n"))
+	s, err := parse("min.yaml", []byte("apiVersion: talchaos/v1\nkind: Scenario\nname: min\ncluster: {controlPlanes: 1}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +145,7 @@ func TestParseDefaults(t *testing.T) {
 	}
 
 	// The orchestrator timeout follows an explicit within.
-	s, err = Parse("min.yaml", []byte("apiVersion: talchaos/v1\nkind: Scenario\nname: min\ncluster: {controlPlanes: 1}\nexpect: {within: 5m}\n"))
+	s, err = parse("min.yaml", []byte("apiVersion: talchaos/v1\nkind: Scenario\nname: min\ncluster: {controlPlanes: 1}\nexpect: {within: 5m}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,8 +156,8 @@ func TestParseDefaults(t *testing.T) {
 }
 
 func TestParseMergeKeys(t *testing.T) {
-	s, err := Parse("m.yaml", []byte(head+`faults:
-  - &slow {kind: latency, node: cp1, latency: 1s, at: 0}
+	s, err := parse("m.yaml", []byte(head+`faults:
+  - &slow {kind: latency, node: cp1, port: etcd-peer, latency: 1s, at: 0}
   - <<: *slow
     name: other
     node: cp2
@@ -156,8 +166,9 @@ func TestParseMergeKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if f := s.Faults[1]; f.Kind != "latency" || f.Node != "cp2" || f.Name != "other" || f.Latency.Duration != time.Second || f.Line != 8 {
-		t.Errorf("merged fault = %+v", f)
+	if f, ok := s.Faults[1].Spec.(chaos.Latency); !ok || s.Faults[1].Kind != "latency" || f.Node != "cp2" || s.Faults[1].Name != "other" ||
+		f.Latency.Duration != time.Second || s.Faults[1].Line != 8 {
+		t.Errorf("merged fault = %+v", s.Faults[1])
 	}
 }
 
@@ -207,12 +218,12 @@ func TestParseErrors(t *testing.T) {
 			`t.yaml:4: cluster.controlPlanes: must be between 1 and 9, got 0`},
 		{"controlPlanes high", "apiVersion: talchaos/v1\nkind: Scenario\nname: t\ncluster:\n  controlPlanes: 10\n",
 			`t.yaml:5: cluster.controlPlanes: must be between 1 and 9, got 10`},
-		{"workers negative", head + "  workers: -1\n", `t.yaml:6: cluster.workers: must be between 0 and 9, got -1`},
-		{"workers high", head + "  workers: 10\n", `t.yaml:6: cluster.workers: must be between 0 and 9, got 10`},
+		{"workers negative", head + "  workers: -1\n", `t.yaml:6: cluster.workers: must be between 0 and 100, got -1`},
+		{"workers high", head + "  workers: 101\n", `t.yaml:6: cluster.workers: must be between 0 and 100, got 101`},
 		{"nodes unknown", head + "  nodes:\n    cp1: {}\n    cp4: {}\n", `t.yaml:8: cluster.nodes.cp4: unknown node "cp4": one of cp1, cp2, cp3`},
 		{"nodes worker", head + "  nodes:\n    w1: {bootDelay: 1s}\n", `t.yaml:7: cluster.nodes.w1: unknown node "w1"`},
-		{"maxLearners", head + "  etcd:\n    maxLearners: -1\n", `t.yaml:7: cluster.etcd.maxLearners: must not be negative`},
-		{"snapshotCount", head + "  etcd:\n    snapshotCount: -1\n", `t.yaml:7: cluster.etcd.snapshotCount: expected a non-negative integer, got "-1"`},
+		{"maxLearners", head + "  etcd:\n    maxLearners: -1\n", `t.yaml:7: cluster.etcd.maxLearners: must be between 0 and 16, got -1`},
+		{"snapshotCount", head + "  etcd:\n    snapshotCount: -1\n", `t.yaml:7: cluster.etcd.snapshotCount: expected a non-negative integer, -1 does not fit`},
 
 		// Types.
 		{"int type", head + "  workers: three\n", `t.yaml:6: cluster.workers: expected an integer, got "three"`},
@@ -230,9 +241,9 @@ func TestParseErrors(t *testing.T) {
 			`t.yaml:5: cluster.controlplanes: unknown field "controlplanes" (did you mean "controlPlanes"?)`},
 		{"unknown node field", head + "  nodes:\n    cp1:\n      pull: 1s\n", `t.yaml:8: cluster.nodes.cp1.pull: unknown field "pull"`},
 		{"unknown yaml-ignored", head + "file: x.yaml\n", `t.yaml:6: file: unknown field "file"`},
-		{"unknown in fault", head + "faults:\n  - {kind: kill, node: cp1, at: 0}\n  - kind: kill\n    at: 1m\n    nod: cp1\n",
+		{"unknown in fault", head + "faults:\n  - {kind: reboot, node: cp1, at: 0}\n  - kind: reboot\n    at: 1m\n    nod: cp1\n",
 			`t.yaml:10: faults[1].nod: unknown field "nod"`},
-		{"unknown in when", head + "faults:\n  - kind: kill\n    when: {node: cp1, state: member, delay: 1s}\n",
+		{"unknown in when", head + "faults:\n  - kind: reboot\n    when: {node: cp1, state: member, delay: 1s}\n    node: cp1\n",
 			`t.yaml:8: faults[0].when.delay: unknown field "delay"`},
 		{"unknown in diagnoses", head + "expect:\n  diagnoses:\n    - code: split-brain\n      reason: x\n",
 			`t.yaml:9: expect.diagnoses[0].reason: unknown field "reason"`},
@@ -247,40 +258,40 @@ func TestParseErrors(t *testing.T) {
 		{"bootstrapNode unknown", head + "orchestrator:\n  bootstrapNode: cp4\n", `t.yaml:7: orchestrator.bootstrapNode: "cp4" is not a control-plane node`},
 
 		// Faults.
-		{"fault name duplicate", head + "faults:\n  - {name: a, kind: kill, at: 0}\n  - {name: a, kind: kill, at: 0}\n",
+		{"fault name duplicate", head + "faults:\n  - {name: a, kind: reboot, node: cp1, at: 0}\n  - {name: a, kind: reboot, node: cp1, at: 0}\n",
 			`t.yaml:8: faults[1].name: duplicate fault name "a" (also faults[0])`},
-		{"fault default name duplicate", head + "faults:\n  - {name: kill-1, kind: kill, at: 0}\n  - {kind: kill, at: 0}\n",
-			`t.yaml:8: faults[1].name: duplicate fault name "kill-1" (also faults[0])`},
+		{"fault default name duplicate", head + "faults:\n  - {name: reboot-1, kind: reboot, node: cp1, at: 0}\n  - {kind: reboot, node: cp1, at: 0}\n",
+			`t.yaml:8: faults[1].name: duplicate fault name "reboot-1" (also faults[0])`},
 		{"fault kind", head + "faults:\n  - node: cp1\n    at: 0\n", `t.yaml:7: faults[0].kind: required`},
-		{"fault node", head + "faults:\n  - kind: kill\n    node: cp9\n    at: 0\n", `t.yaml:8: faults[0].node: unknown node "cp9": one of cp1, cp2, cp3`},
+		{"fault node", head + "faults:\n  - kind: reboot\n    node: cp9\n    at: 0\n", `t.yaml:8: faults[0].node: unknown node "cp9": one of cp1, cp2, cp3`},
 		{"fault nodes", head + "faults:\n  - kind: partition\n    nodes:\n      - cp1\n      - w1\n    at: 0\n", `t.yaml:10: faults[0].nodes[1]: unknown node "w1"`},
-		{"fault port", head + "faults:\n  - kind: drop\n    port: ssh\n    at: 0\n", `t.yaml:8: faults[0].port: unknown port "ssh": one of talos-api, etcd-client, etcd-peer`},
-		{"fault direction", head + "faults:\n  - kind: drop\n    direction: sideways\n    at: 0\n", `t.yaml:8: faults[0].direction: unknown direction "sideways": one of upstream, downstream, both`},
-		{"fault no trigger", head + "faults:\n  - {kind: kill, at: 0}\n  - kind: kill\n    node: cp1\n", `t.yaml:8: faults[1]: needs a trigger: at or when`},
-		{"fault null when", head + "faults:\n  - kind: kill\n    when:\n", `t.yaml:7: faults[0]: needs a trigger: at or when`},
-		{"fault both triggers", head + "faults:\n  - kind: kill\n    at: 1m\n    when: {node: cp1, state: member}\n", `t.yaml:9: faults[0].when: cannot be combined with at`},
-		{"when node unknown", head + "faults:\n  - kind: kill\n    when:\n      node: cp5\n      state: member\n", `t.yaml:9: faults[0].when.node: unknown node "cp5"`},
-		{"when node missing", head + "faults:\n  - kind: kill\n    when:\n      state: member\n", `t.yaml:8: faults[0].when.node: required`},
-		{"when state", head + "faults:\n  - kind: kill\n    when:\n      node: cp1\n      state: sleeping\n",
-			`t.yaml:10: faults[0].when.state: unknown trigger state "sleeping": one of left-maintenance, bootstrapped, member, learner, voter, etcd-running`},
-		{"when state missing", head + "faults:\n  - kind: kill\n    when: {node: cp1}\n", `t.yaml:8: faults[0].when.state: required: one of left-maintenance`},
-		{"fault count", head + "faults:\n  - kind: api-error\n    at: 0\n    count: -2\n", `t.yaml:9: faults[0].count: must not be negative, got -2`},
-		{"fault rate", head + "faults:\n  - kind: bandwidth\n    at: 0\n    rateKBps: -2\n", `t.yaml:9: faults[0].rateKBps: must not be negative, got -2`},
-		{"fault for", head + "faults:\n  - kind: kill\n    at: 0\n    for: ten minutes\n",
+		{"fault port", head + "faults:\n  - kind: blackhole\n    port: ssh\n    node: cp1\n    at: 0\n", `t.yaml:8: faults[0].port: unknown port "ssh": one of talos-api, etcd-client, etcd-peer`},
+		{"fault direction", head + "faults:\n  - kind: blackhole\n    direction: sideways\n    node: cp1\n    port: etcd-peer\n    at: 0\n", `t.yaml:8: faults[0].direction: unknown direction "sideways": one of upstream, downstream, both`},
+		{"fault no trigger", head + "faults:\n  - {kind: reboot, node: cp1, at: 0}\n  - kind: reboot\n    node: cp1\n", `t.yaml:8: faults[1]: needs a trigger: at or when`},
+		{"fault null when", head + "faults:\n  - kind: reboot\n    when:\n    node: cp1\n", `t.yaml:7: faults[0]: needs a trigger: at or when`},
+		{"fault both triggers", head + "faults:\n  - kind: reboot\n    at: 1m\n    when: {node: cp1, state: member}\n    node: cp1\n", `t.yaml:9: faults[0].when: cannot be combined with at`},
+		{"when node unknown", head + "faults:\n  - kind: reboot\n    node: cp1\n    when:\n      node: cp5\n      state: member\n", `t.yaml:10: faults[0].when.node: unknown node "cp5"`},
+		{"when node missing", head + "faults:\n  - kind: reboot\n    node: cp1\n    when:\n      state: member\n", `t.yaml:9: faults[0].when.node: required`},
+		{"when state", head + "faults:\n  - kind: reboot\n    node: cp1\n    when:\n      node: cp1\n      state: sleeping\n",
+			`t.yaml:11: faults[0].when.state: unknown trigger state "sleeping": one of left-maintenance, bootstrapped, member, learner, voter, etcd-running`},
+		{"when state missing", head + "faults:\n  - kind: reboot\n    when: {node: cp1}\n    node: cp1\n", `t.yaml:8: faults[0].when.state: required: one of left-maintenance`},
+		{"fault count", head + "faults:\n  - kind: api-fail\n    node: cp1\n    rpc: Bootstrap\n    code: Unavailable\n    at: 0\n    count: -2\n", `t.yaml:12: faults[0].count: must be between 0 and 10000, got -2`},
+		{"fault rate", head + "faults:\n  - kind: bandwidth\n    node: cp1\n    port: etcd-peer\n    at: 0\n    rateKBps: -2\n", `t.yaml:11: faults[0].rateKBps: must be between 1 and 10000000, got -2`},
+		{"fault for", head + "faults:\n  - kind: reboot\n    at: 0\n    for: ten minutes\n",
 			`t.yaml:9: faults[0].for: invalid duration "ten minutes": time: invalid duration "ten minutes"`},
-		{"fault for negative", head + "faults:\n  - kind: kill\n    at: 0\n    for: -10s\n", `t.yaml:9: faults[0].for: negative duration "-10s"`},
-		{"fault for list", head + "faults:\n  - kind: kill\n    at: 0\n    for: [1]\n", `t.yaml:9: faults[0].for: expected a duration like "90s", got a list`},
-		{"fault at unitless", head + "faults:\n  - kind: kill\n    at: 90\n", `t.yaml:8: faults[0].at: duration 90 needs a unit, e.g. "90s"`},
+		{"fault for negative", head + "faults:\n  - kind: reboot\n    at: 0\n    for: -10s\n", `t.yaml:9: faults[0].for: negative duration "-10s"`},
+		{"fault for list", head + "faults:\n  - kind: reboot\n    at: 0\n    for: [1]\n", `t.yaml:9: faults[0].for: expected a duration like "90s", got a list`},
+		{"fault at unitless", head + "faults:\n  - kind: reboot\n    at: 90\n", `t.yaml:8: faults[0].at: duration 90 needs a unit, e.g. "90s"`},
 
 		// Heal triggers, orchestrator options, patches, promotions.
-		{"until with for", head + "faults:\n  - kind: kill\n    at: 0\n    for: 1m\n    until: {node: cp1, state: voter}\n",
-			`t.yaml:10: faults[0].until: cannot be combined with for`},
-		{"until state", head + "faults:\n  - kind: kill\n    at: 0\n    until: {node: cp1, state: asleep}\n",
-			`t.yaml:9: faults[0].until.state: unknown trigger state "asleep"`},
-		{"count on another state", head + "faults:\n  - kind: kill\n    when:\n      node: cp1\n      state: learner\n      count: 3\n",
-			`t.yaml:11: faults[0].when.count: only counts with state promote-refused, not learner`},
-		{"negative count", head + "faults:\n  - kind: kill\n    at: 0\n    until:\n      node: cp1\n      state: promote-refused\n      count: -1\n",
-			`t.yaml:12: faults[0].until.count: must not be negative, got -1`},
+		{"until with for", head + "faults:\n  - kind: reboot\n    node: cp1\n    at: 0\n    for: 1m\n    until: {node: cp1, state: voter}\n",
+			`t.yaml:11: faults[0].until: cannot be combined with for`},
+		{"until state", head + "faults:\n  - kind: reboot\n    node: cp1\n    at: 0\n    until: {node: cp1, state: asleep}\n",
+			`t.yaml:10: faults[0].until.state: unknown trigger state "asleep"`},
+		{"count on another state", head + "faults:\n  - kind: reboot\n    node: cp1\n    when:\n      node: cp1\n      state: learner\n      count: 3\n",
+			`t.yaml:12: faults[0].when.count: only counts with state promote-refused, not learner`},
+		{"negative count", head + "faults:\n  - kind: reboot\n    node: cp1\n    at: 0\n    until:\n      node: cp1\n      state: promote-refused\n      count: -1\n",
+			`t.yaml:13: faults[0].until.count: must be between 0 and 10000, got -1`},
 		{"bootstrapNodes with resilient", head + "orchestrator:\n  bootstrapNodes: [cp1, cp2]\n",
 			`t.yaml:7: orchestrator.bootstrapNodes: only used by the naive orchestrator, not "resilient"`},
 		{"bootstrapNodes worker", head + "  workers: 1\norchestrator:\n  name: naive\n  bootstrapNodes: [cp1, w1]\n",
@@ -309,7 +320,7 @@ func TestParseErrors(t *testing.T) {
 			`t.yaml:8: expect.noDiagnoses[0]: "no-quorum" is also expected in expect.diagnoses`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := Parse("t.yaml", []byte(tc.yaml))
+			s, err := parse("t.yaml", []byte(tc.yaml))
 			if err == nil {
 				t.Fatalf("no error, want %q; got %+v", tc.want, s)
 			}
@@ -332,11 +343,11 @@ func TestParseErrors(t *testing.T) {
 
 // A small file whose aliases expand to a million values is refused quickly.
 func TestParseAliasBomb(t *testing.T) {
-	bomb := head + "faults: [&f {kind: k, at: 0, nodes: [cp1" + strings.Repeat(",cp1", 999) + "]}" + strings.Repeat(",*f", 999) + "]\n"
+	bomb := head + "faults: [&f {kind: partition, at: 0, nodes: [cp1" + strings.Repeat(",cp1", 999) + "]}" + strings.Repeat(",*f", 999) + "]\n"
 
 	start := time.Now()
 
-	_, err := Parse("t.yaml", []byte(bomb))
+	_, err := parse("t.yaml", []byte(bomb))
 	if err == nil || !strings.Contains(err.Error(), "document too large once aliases are expanded") {
 		t.Errorf("got %v", err)
 	}
@@ -347,7 +358,7 @@ func TestParseAliasBomb(t *testing.T) {
 }
 
 func TestParseSeveralErrors(t *testing.T) {
-	_, err := Parse("t.yaml", []byte(strings.Replace(head, "Scenario", "Cluster", 1)+"timeScale: 0.5\nfaults:\n  - kind: kill\n"))
+	_, err := parse("t.yaml", []byte(strings.Replace(head, "Scenario", "Cluster", 1)+"timeScale: 0.5\nfaults:\n  - kind: reboot\n    node: cp1\n"))
 
 	var es Errors
 	if !errors.As(err, &es) {
@@ -383,8 +394,8 @@ func TestLoad(t *testing.T) {
 	dir := t.TempDir()
 
 	missing := filepath.Join(dir, "nope.yaml")
-	if _, err := Load(missing); err == nil || !strings.Contains(err.Error(), missing) || !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("Load(missing) = %v, want a not-exist error naming %s", err, missing)
+	if _, err := load(missing); err == nil || !strings.Contains(err.Error(), missing) || !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("load(missing) = %v, want a not-exist error naming %s", err, missing)
 	}
 
 	path := filepath.Join(dir, "ok.yaml")
@@ -392,7 +403,7 @@ func TestLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	s, err := Load(path)
+	s, err := load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -406,8 +417,8 @@ func TestLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if _, err := Load(bad); err == nil || !strings.HasPrefix(err.Error(), bad+":6: foo: ") {
-		t.Errorf("Load(bad) = %v", err)
+	if _, err := load(bad); err == nil || !strings.HasPrefix(err.Error(), bad+":6: foo: ") {
+		t.Errorf("load(bad) = %v", err)
 	}
 }
 
@@ -433,7 +444,7 @@ func FuzzParse(f *testing.F) {
 	}
 
 	f.Fuzz(func(t *testing.T, data []byte) {
-		s, err := Parse("f.yaml", data)
+		s, err := parse("f.yaml", data)
 		if (s == nil) == (err == nil) {
 			t.Fatalf("Parse returned %v and %v", s, err)
 		}

@@ -4,7 +4,11 @@
 // fields and bad values are errors naming file, line and field.
 package scenario
 
-import "time"
+import (
+	"time"
+
+	"github.com/talchaos/talchaos/harness/strictyaml"
+)
 
 // APIVersion is the only scenario format version understood.
 const APIVersion = "talchaos/v1"
@@ -30,7 +34,7 @@ type Scenario struct {
 	Description  string       `yaml:"description"`
 	Reproduces   []string     `yaml:"reproduces"` // seed files and issues this scenario reproduces
 	Talos        string       `yaml:"talos"`      // behaviour profile; default DefaultProfile
-	TimeScale    float64      `yaml:"timeScale"`  // Talos timers are divided by it; default 1, must be >= 1
+	TimeScale    float64      `yaml:"timeScale"`  // Talos timers are divided by it on the sim; default 1, must be >= 1
 	Cluster      Cluster      `yaml:"cluster"`
 	Orchestrator Orchestrator `yaml:"orchestrator"`
 	Faults       []Fault      `yaml:"faults"`
@@ -41,7 +45,7 @@ type Scenario struct {
 
 	// lines maps field paths ("faults[2].when.state") to their line in File, so errors
 	// raised after parsing (by the chaos package, say) can still point at the right line.
-	lines map[string]int
+	lines strictyaml.Lines
 }
 
 // Cluster describes the nodes to create. Node names are cp1..cpN for control planes
@@ -110,28 +114,11 @@ type Orchestrator struct {
 	Talosconfig string `yaml:"talosconfig"`
 }
 
-// Fault is one scheduled fault. Which other fields apply depends on Kind; the
-// chaos package validates them.
+// Fault is one scheduled fault: its name, its kind, when it starts and heals,
+// and the kind's own parameters (Spec).
 type Fault struct {
 	Name string `yaml:"name"` // unique within the scenario; default "<kind>-<index>"
 	Kind string `yaml:"kind"`
-
-	Node  string   `yaml:"node"`  // the node the fault acts on; "random": a control plane other than the bootstrap node, chosen by the seed
-	Nodes []string `yaml:"nodes"` // for faults between nodes (partition)
-	Port  string   `yaml:"port"`  // talos-api | etcd-client | etcd-peer
-	// Direction for network faults: upstream (towards the node), downstream (from the node), both.
-	Direction string `yaml:"direction"`
-
-	// Network parameters (real time, not scaled: they act on real etcd traffic).
-	Latency  Duration `yaml:"latency"`
-	Jitter   Duration `yaml:"jitter"`
-	RateKBps int64    `yaml:"rateKBps"`
-	Code     string   `yaml:"code"` // gRPC code name for API faults, e.g. Unavailable
-	RPC      string   `yaml:"rpc"`  // API faults: ApplyConfiguration | Bootstrap | MemberAddAsLearner | MemberPromote
-	Graceful bool     `yaml:"graceful"`
-	// Delay is how late an api-delay fault lets the reply go (Talos time, like the
-	// callers' deadlines it is meant to outlast).
-	Delay Duration `yaml:"delay"`
 
 	// Trigger: exactly one of At (Talos time after the run starts) or When.
 	At   *Duration `yaml:"at"`
@@ -141,14 +128,34 @@ type Fault struct {
 	// Until heals the fault once a node is observed in a state (plus its after):
 	// a duration measured from an event of the run rather than from the fault's start.
 	Until *When `yaml:"until"`
-	// Count limits how many times an API fault fires; zero means every time while active.
-	Count int `yaml:"count"`
+
+	// Spec is the kind's own parameters, decoded strictly into the kind's type
+	// (harness/chaos, one file per kind): a field the kind does not have is an
+	// error.
+	Spec FaultSpec `yaml:"-"`
 
 	// Line is the line of the fault in the file (not part of the YAML).
 	Line int `yaml:"-"`
 	// Index is the position of the fault in the faults list (not part of the YAML);
 	// errors name the fault as faults[Index].
 	Index int `yaml:"-"`
+}
+
+// FaultSpec is one fault kind's parameters. The kinds live in harness/chaos;
+// the scenario format only knows that each decodes and validates itself.
+type FaultSpec interface {
+	// Kind is the catalogue name ("bandwidth").
+	Kind() string
+	// Validate reports every problem of the parameters through c.
+	Validate(c *FaultCheck)
+}
+
+// FaultKinds is the catalogue of fault kinds a scenario can name.
+type FaultKinds interface {
+	// New returns the zero parameters of a kind (a value of the kind's type).
+	New(kind string) (FaultSpec, bool)
+	// Names lists the kinds.
+	Names() []string
 }
 
 // When is a state trigger: the fault starts the first time Node is observed in State.

@@ -50,10 +50,17 @@ func (v *validator) header() {
 	switch {
 	case s.Name == "":
 		v.errorf("name", "required")
+	case len(s.Name) > MaxNameLen:
+		v.errorf("name", "a name of %d characters: at most %d", len(s.Name), MaxNameLen)
 	case !nameRE.MatchString(s.Name):
 		v.errorf("name", "invalid name %q: lower-case letters, digits, dots and dashes, starting with a letter or digit", s.Name)
 	}
 
+	if len(s.Description) > MaxDescription {
+		v.errorf("description", "%d bytes: at most %d", len(s.Description), MaxDescription)
+	}
+
+	v.listLen("reproduces", len(s.Reproduces))
 	v.oneOf("talos", s.Talos, "talos profile", Profiles)
 
 	// Written so that NaN fails too.
@@ -65,43 +72,44 @@ func (v *validator) header() {
 func (v *validator) cluster() {
 	c := v.s.Cluster
 
-	if _, ok := v.s.lines["cluster"]; !ok {
+	if !v.s.lines.Has("cluster") {
 		v.errorf("cluster", "required")
 
 		return
 	}
 
-	ok := true
-
-	if c.ControlPlanes < 1 || c.ControlPlanes > MaxNodes {
-		v.errorf("cluster.controlPlanes", "must be between 1 and %d, got %d", MaxNodes, c.ControlPlanes)
-
-		ok = false
-	}
-
-	if c.Workers < 0 || c.Workers > MaxNodes {
-		v.errorf("cluster.workers", "must be between 0 and %d, got %d", MaxNodes, c.Workers)
-
-		ok = false
-	}
+	ok := v.between("cluster.controlPlanes", int64(c.ControlPlanes), 1, MaxControlPlanes)
+	ok = v.between("cluster.workers", int64(c.Workers), 0, MaxWorkers) && ok
 
 	if ok {
 		v.nodes = c.NodeNames()
 	}
 
 	for _, name := range sortedKeys(c.Nodes) {
-		v.node("cluster.nodes."+name, name)
+		p := "cluster.nodes." + name
+		v.node(p, name)
+
+		o := c.Nodes[name]
+		v.duration(p+".etcdImagePull", o.EtcdImagePull)
+		v.duration(p+".bootDelay", o.BootDelay)
+		v.duration(p+".etcdStartDelay", o.EtcdStartDelay)
 	}
 
-	v.nonNegative("cluster.etcd.maxLearners", c.Etcd.MaxLearners)
-	v.nonNegative("cluster.workload.writesPerSecond", c.Workload.WritesPerSecond)
-	v.nonNegative("cluster.workload.valueBytes", c.Workload.ValueBytes)
+	v.between("cluster.etcd.maxLearners", int64(c.Etcd.MaxLearners), 0, MaxLearners)
+	v.between("cluster.etcd.snapshotCount", int64(min(c.Etcd.SnapshotCount, MaxSnapshotEntries+1)), 0, MaxSnapshotEntries)
+	v.between("cluster.etcd.snapshotCatchUpEntries", int64(min(c.Etcd.SnapshotCatchUpEntries, MaxSnapshotEntries+1)), 0, MaxSnapshotEntries)
+	v.between("cluster.workload.writesPerSecond", int64(c.Workload.WritesPerSecond), 0, MaxWritesPerSecond)
+	v.between("cluster.workload.valueBytes", int64(c.Workload.ValueBytes), 0, MaxValueBytes)
+	v.listLen("cluster.configPatches", len(c.ConfigPatches))
 }
 
 func (v *validator) orchestrator() {
 	o := v.s.Orchestrator
 
 	v.oneOf("orchestrator.name", o.Name, "orchestrator", Orchestrators)
+	v.duration("orchestrator.timeout", o.Timeout)
+	v.listLen("orchestrator.command", len(o.Command))
+	v.listLen("orchestrator.bootstrapNodes", len(o.BootstrapNodes))
 
 	switch {
 	case o.Name == "exec" && (len(o.Command) == 0 || o.Command[0] == ""):
@@ -133,14 +141,22 @@ func (v *validator) orchestrator() {
 }
 
 func (v *validator) faults() {
+	if !v.listLen("faults", len(v.s.Faults)) {
+		return
+	}
+
 	first := map[string]int{}
 
-	for i, f := range v.s.Faults {
+	for i := range v.s.Faults {
+		f := &v.s.Faults[i]
 		p := fmt.Sprintf("faults[%d]", i)
 
-		if j, dup := first[f.Name]; dup {
+		switch j, dup := first[f.Name]; {
+		case dup:
 			v.errorf(p+".name", "duplicate fault name %q (also faults[%d])", f.Name, j)
-		} else {
+		case len(f.Name) > MaxNameLen:
+			v.errorf(p+".name", "a name of %d characters: at most %d", len(f.Name), MaxNameLen)
+		default:
 			first[f.Name] = i
 		}
 
@@ -148,38 +164,11 @@ func (v *validator) faults() {
 			v.errorf(p+".kind", "required")
 		}
 
-		if f.Node != "" && f.Node != RandomNode {
-			v.node(p+".node", f.Node)
-		}
+		v.trigger(p, *f)
 
-		for j, n := range f.Nodes {
-			v.node(fmt.Sprintf("%s.nodes[%d]", p, j), n)
-		}
-
-		if f.Port != "" {
-			v.oneOf(p+".port", f.Port, "port", Ports)
-		}
-
-		if f.Direction != "" {
-			v.oneOf(p+".direction", f.Direction, "direction", Directions)
-		}
-
-		v.trigger(p, f)
-
-		if f.RateKBps < 0 {
-			v.errorf(p+".rateKBps", "must not be negative, got %d", f.RateKBps)
-		}
-
-		v.nonNegative(p+".count", f.Count)
-
-		// Durations from YAML are never negative; these guard scenarios built in code.
-		for _, d := range []struct {
-			field string
-			d     Duration
-		}{{"for", f.For}, {"latency", f.Latency}, {"jitter", f.Jitter}} {
-			if d.d.Duration < 0 {
-				v.errorf(p+"."+d.field, "must not be negative, got %s", d.d)
-			}
+		// Every kind-specific parameter is the kind's own business.
+		if f.Spec != nil {
+			f.Spec.Validate(&FaultCheck{v: v, f: f})
 		}
 	}
 }
@@ -192,7 +181,11 @@ func (v *validator) trigger(p string, f Fault) {
 		v.errorf(p+".when", "cannot be combined with at: a fault has exactly one trigger")
 	case f.When != nil:
 		v.when(p+".when", f.When)
+	case f.At != nil:
+		v.duration(p+".at", *f.At)
 	}
+
+	v.duration(p+".for", f.For)
 
 	if f.Until != nil {
 		if f.For.Duration > 0 {
@@ -216,9 +209,11 @@ func (v *validator) when(p string, w *When) {
 		v.oneOf(p+".state", w.State, "trigger state", TriggerStates)
 	}
 
+	v.duration(p+".after", w.After)
+
 	switch {
-	case w.Count < 0:
-		v.errorf(p+".count", "must not be negative, got %d", w.Count)
+	case w.Count < 0 || w.Count > MaxCount:
+		v.between(p+".count", int64(w.Count), 0, MaxCount)
 	case w.Count > 0 && w.State != StatePromoteRefused:
 		v.errorf(p+".count", "only counts with state %s, not %s", StatePromoteRefused, w.State)
 	}
@@ -231,8 +226,21 @@ func (v *validator) expect() {
 		v.errorf("expect.within", "must be positive")
 	}
 
-	v.memberCount("expect.voters", e.Voters)
-	v.memberCount("expect.learners", e.Learners)
+	v.duration("expect.within", e.Within)
+	v.duration("expect.settle", e.Settle)
+
+	for _, l := range []struct {
+		field string
+		n     int
+	}{{"expect.nodesInMaintenance", len(e.NodesInMaintenance)}, {"expect.diagnoses", len(e.Diagnoses)},
+		{"expect.noDiagnoses", len(e.NoDiagnoses)}, {"expect.promotions", len(e.Promotions)}} {
+		v.listLen(l.field, l.n)
+	}
+
+	okVoters := v.memberCount("expect.voters", e.Voters)
+	okLearners := v.memberCount("expect.learners", e.Learners)
+
+	v.consistent(e, okVoters && okLearners)
 
 	for i, n := range e.NodesInMaintenance {
 		v.node(fmt.Sprintf("expect.nodesInMaintenance[%d]", i), n)
@@ -263,11 +271,15 @@ func (v *validator) expect() {
 	for i, p := range e.Promotions {
 		field := fmt.Sprintf("expect.promotions[%d]", i)
 
-		if p.Node == "" {
+		switch {
+		case p.Node == "":
 			v.errorf(field+".node", "required")
-		} else {
-			v.node(field+".node", p.Node)
+		case v.node(field+".node", p.Node) && !IsControlPlane(p.Node):
+			v.errorf(field+".node", "%q is a worker, which runs no etcd member to promote: one of %s", p.Node, strings.Join(v.controlPlanes(), ", "))
 		}
+
+		v.duration(field+".atLeast", p.AtLeast)
+		v.duration(field+".atMost", p.AtMost)
 
 		if p.AtMost.Duration > 0 && p.AtLeast.Duration > p.AtMost.Duration {
 			v.errorf(field+".atLeast", "%s is more than atMost %s", p.AtLeast, p.AtMost)
@@ -291,22 +303,109 @@ func (v *validator) configPatches() {
 	}
 }
 
-// memberCount checks an expected etcd member count: at most one member per control plane.
-func (v *validator) memberCount(field string, n *int) {
+// memberCount checks an expected etcd member count: at most one member per
+// control plane. It reports whether the count is usable for further checks.
+func (v *validator) memberCount(field string, n *int) bool {
 	switch {
 	case n == nil:
 	case *n < 0:
 		v.errorf(field, "must not be negative, got %d", *n)
+
+		return false
 	case v.nodes != nil && *n > v.s.Cluster.ControlPlanes:
 		v.errorf(field, "%d is more than the %d control planes", *n, v.s.Cluster.ControlPlanes)
+
+		return false
+	}
+
+	return true
+}
+
+// consistent refuses expectations that cannot hold together: a scenario that
+// can never pass is a mistake in the file, not a finding about Talos.
+func (v *validator) consistent(e Expect, counts bool) {
+	if v.nodes == nil || !counts {
+		return
+	}
+
+	cps := v.s.Cluster.ControlPlanes
+
+	if e.Voters != nil && e.Learners != nil && *e.Voters+*e.Learners > cps {
+		v.errorf("expect.learners", "voters %d + learners %d is more than the %d control planes: each control plane is at most one etcd member",
+			*e.Voters, *e.Learners, cps)
+	}
+
+	if e.Converged == nil || !*e.Converged {
+		return
+	}
+
+	// Converged means every control plane is a voter and nothing is left in
+	// maintenance.
+	if e.Voters != nil && *e.Voters != cps {
+		v.errorf("expect.voters", "%d contradicts converged: true, which means all %d control planes are voters", *e.Voters, cps)
+	}
+
+	if e.Learners != nil && *e.Learners != 0 {
+		v.errorf("expect.learners", "%d contradicts converged: true, which means no learner is left", *e.Learners)
+	}
+
+	if len(e.NodesInMaintenance) > 0 {
+		v.errorf("expect.nodesInMaintenance", "contradicts converged: true, which means every node left maintenance")
 	}
 }
 
-// node checks that name is a node of the cluster.
-func (v *validator) node(field, name string) {
-	if v.nodes != nil && !slices.Contains(v.nodes, name) {
-		v.errorf(field, "unknown node %q: one of %s", name, strings.Join(v.nodes, ", "))
+// between checks lo <= n <= hi and reports whether it holds.
+func (v *validator) between(field string, n, lo, hi int64) bool {
+	if n < lo || n > hi {
+		v.errorf(field, "must be between %d and %d, got %d", lo, hi, n)
+
+		return false
 	}
+
+	return true
+}
+
+// duration checks a Talos-time duration against MaxDuration (durations from
+// YAML are never negative; scenarios built in code may be).
+func (v *validator) duration(field string, d Duration) {
+	switch {
+	case d.Duration < 0:
+		v.errorf(field, "must not be negative, got %s", d)
+	case d.Duration > MaxDuration:
+		v.errorf(field, "%s is longer than %s, the longest a scenario can last", d, MaxDuration)
+	}
+}
+
+// listLen bounds a list and reports whether it is within bounds.
+func (v *validator) listLen(field string, n int) bool {
+	limit := MaxListItems
+	if field == "faults" {
+		limit = MaxFaults
+	}
+
+	if n > limit {
+		v.errorf(field, "%d items: at most %d", n, limit)
+
+		return false
+	}
+
+	return true
+}
+
+// node checks that name is a node of the cluster and reports whether it is
+// (false too when the cluster size itself is invalid).
+func (v *validator) node(field, name string) bool {
+	if v.nodes == nil {
+		return false
+	}
+
+	if !slices.Contains(v.nodes, name) {
+		v.errorf(field, "unknown node %q: one of %s", name, strings.Join(v.nodes, ", "))
+
+		return false
+	}
+
+	return true
 }
 
 // oneOf checks that value is among allowed, naming what it is in the message.
@@ -318,12 +417,6 @@ func (v *validator) oneOf(field, value, what string, allowed []string) bool {
 	v.errorf(field, "unknown %s %q: one of %s", what, value, strings.Join(allowed, ", "))
 
 	return false
-}
-
-func (v *validator) nonNegative(field string, n int) {
-	if n < 0 {
-		v.errorf(field, "must not be negative, got %d", n)
-	}
 }
 
 func (v *validator) controlPlanes() []string {

@@ -5,6 +5,8 @@ package target
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"time"
 
 	"google.golang.org/grpc"
@@ -55,27 +57,64 @@ type ClientFaults interface {
 	ClientDialOptions(node string) []grpc.DialOption
 }
 
-// Capability is a family of fault primitives a target can inject.
+// Capability is one fault primitive a target can carry out: a toxic on one
+// port, a process operation, a partition, an interception of one RPC. Fault
+// kinds (harness/chaos) say which they need, given their parameters; targets
+// say which they have, so that a fault a target cannot inject is refused before
+// anything starts.
 type Capability string
 
-// Capabilities.
+// ToxicOn is the capability of impairing traffic through a node's port.
+func ToxicOn(p Port) Capability { return Capability("toxic:" + string(p)) }
+
+// ProcessCap is the capability of one process operation.
+func ProcessCap(op ProcessOp) Capability { return Capability("process:" + string(op)) }
+
+// InterceptAt is the capability of intercepting rpc where the node serves it
+// (or, for the etcd calls, where the node's own Talos code makes it): every
+// client is affected, a user's own bootstrap script too.
+func InterceptAt(rpc string) Capability { return Capability("api:" + rpc) }
+
+// InterceptEngine is the capability of intercepting the engine's own calls of
+// rpc, on the client side: only the built-in orchestrators are affected.
+func InterceptEngine(rpc string) Capability { return Capability("engine-api:" + rpc) }
+
+// Capabilities without parameters.
 const (
-	// Network: toxics (latency, bandwidth, blackhole, reset, slow-close) on a node's ports.
-	Network Capability = "network"
-	// Partition: cut traffic between groups of nodes in both directions.
-	Partition Capability = "partition"
-	// Process: crash or pause etcd, reboot, wipe, reset a node.
-	Process Capability = "process"
-	// API: intercept Talos API calls on a node (fail, drop the reply, delay).
-	API Capability = "api"
+	// PartitionNodes cuts all traffic between two nodes, both ways.
+	PartitionNodes Capability = "partition"
+	// IsolateNode cuts a node off from every other node and from the engine.
+	IsolateNode Capability = "isolate"
 )
 
 // Target provisions clusters.
 type Target interface {
 	Name() string
+	// Capabilities lists every primitive the target can carry out on some node.
 	Capabilities() []Capability
+	// Supports reports whether the target can carry out c on node, with the
+	// reason as a sentence when it cannot (the real target needs a power
+	// provider for some nodes, for instance).
+	Supports(c Capability, node string) error
+	// Disposable reports whether the nodes exist only for the run (sim,
+	// container). On a target that is not disposable (real nodes) Talos
+	// timers run unscaled, and destructive faults and remedies need the
+	// user's explicit permission.
+	Disposable() bool
+	// Check refuses, before anything starts, a scenario the target cannot run
+	// (a node the inventory lacks, say).
+	Check(sc *scenario.Scenario) error
 	// Provision brings up the scenario's nodes, unconfigured (in maintenance).
 	Provision(ctx context.Context, sc *scenario.Scenario, opts Options) (Cluster, error)
+}
+
+// Has is the Supports of a target whose capabilities hold on every node.
+func Has(t Target, c Capability) error {
+	if slices.Contains(t.Capabilities(), c) {
+		return nil
+	}
+
+	return fmt.Errorf("target %s cannot carry out %s", t.Name(), c)
 }
 
 // Options are run-wide settings a target needs.
@@ -104,6 +143,9 @@ const (
 	PortEtcdPeer   Port = "etcd-peer"
 )
 
+// Ports are every port faults can act on.
+var Ports = []Port{PortTalosAPI, PortEtcdClient, PortEtcdPeer}
+
 // Direction of traffic through a node's port.
 type Direction string
 
@@ -124,16 +166,9 @@ type Toxic struct {
 	JitterSeed uint64 // seeds the latency jitter (talchaos does not use toxiproxy's randomness)
 }
 
-// Toxics is implemented by clusters with the Network capability.
+// Toxics is implemented by clusters that carry out toxics.
 type Toxics interface {
 	AddToxic(ctx context.Context, node string, port Port, t Toxic) (remove func() error, err error)
-}
-
-// FaultChecker is implemented by targets that can inject only some faults of a
-// capability (or need permission for them): it is asked about every fault of a
-// scenario before the run starts.
-type FaultChecker interface {
-	CheckFault(kind, node, port, rpc string) error
 }
 
 // SecretHolder is implemented by clusters that hold secrets of their own (API
@@ -145,7 +180,7 @@ type SecretHolder interface {
 // Heal undoes a fault.
 type Heal func() error
 
-// Partitioner is implemented by clusters with the Partition capability.
+// Partitioner is implemented by clusters that partition or isolate nodes.
 type Partitioner interface {
 	// Partition cuts all traffic between every node of a and every node of b, in
 	// both directions (etcd peer and client traffic, node-to-node API calls).
@@ -168,7 +203,10 @@ const (
 	ResetForced   ProcessOp = "reset"          // talosctl reset --graceful=false: the etcd member stays behind
 )
 
-// Processes is implemented by clusters with the Process capability.
+// ProcessOps are every process operation.
+var ProcessOps = []ProcessOp{CrashEtcd, PauseEtcd, RebootNode, PowerOff, WipeEtcd, ResetGraceful, ResetForced}
+
+// Processes is implemented by clusters that carry out process operations.
 type Processes interface {
 	Process(ctx context.Context, node string, op ProcessOp) (Heal, error)
 }
@@ -194,7 +232,14 @@ type APIFault struct {
 	Count int // calls affected; 0 means every call while active
 }
 
-// APIFaults is implemented by clusters with the API capability.
+// RPCs are the calls API faults can intercept: two the Talos API serves, two
+// etcd cluster calls a joining node's own Talos code makes.
+var RPCs = []string{"ApplyConfiguration", "Bootstrap", "MemberAddAsLearner", "MemberPromote"}
+
+// EtcdRPC reports whether rpc is one of the etcd calls a node makes itself.
+func EtcdRPC(rpc string) bool { return rpc == "MemberAddAsLearner" || rpc == "MemberPromote" }
+
+// APIFaults is implemented by clusters that intercept API calls.
 type APIFaults interface {
 	InterceptAPI(ctx context.Context, node string, f APIFault) (Heal, error)
 }

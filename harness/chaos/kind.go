@@ -1,0 +1,165 @@
+// Package chaos holds the fault catalogue and the seeded schedule that starts
+// and heals faults at a time or on an observed state.
+//
+// Each fault kind is one type in one file, as etcd's robustness failpoints are:
+// the type is the kind's parameters (decoded strictly from the scenario: a field
+// the kind does not have is an error), and its methods are its validation, the
+// target capabilities it needs, whether it is destructive, its documentation and
+// Inject. Kinds is the one explicit list; validation, --plan, the targets'
+// refusals and `talchaos faults` all read it.
+package chaos
+
+import (
+	"context"
+	"reflect"
+	"slices"
+
+	"github.com/talchaos/talchaos/harness/scenario"
+	"github.com/talchaos/talchaos/harness/target"
+)
+
+// Kind is one fault kind, bound to its parameters.
+type Kind interface {
+	// Kind is the catalogue name ("bandwidth"); Validate reports every problem
+	// of the parameters (scenario.FaultSpec).
+	scenario.FaultSpec
+	// Doc says in one line what the fault does.
+	Doc() string
+	// Destructive reports whether the fault can harm a real node beyond the
+	// run (reboot, wipe, power, a NIC down): on a real target it needs
+	// --allow-destructive.
+	Destructive() bool
+	// Needs lists the target capabilities the fault uses with these
+	// parameters in this scenario.
+	Needs(sc *scenario.Scenario) []target.Capability
+	// Inject starts the fault; the returned Heal undoes it.
+	Inject(ctx context.Context, env *Env) (target.Heal, error)
+	// Example is a complete fault entry of this kind (a YAML flow mapping),
+	// for the docs; a test checks that every example is valid.
+	Example() string
+}
+
+// Kinds is the catalogue, in the order `talchaos faults` lists it.
+var Kinds = []Kind{
+	// network, on one node's port
+	Latency{},
+	Bandwidth{},
+	Blackhole{},
+	Reset{},
+	SlowClose{},
+	// network, between nodes
+	Partition{},
+	Isolate{},
+	// processes and power
+	CrashEtcd{},
+	PauseEtcd{},
+	Reboot{},
+	PowerOff{},
+	WipeEtcd{},
+	ResetNode{},
+	// the Talos API and the etcd calls a joining node makes
+	APIFail{},
+	APIDropReply{},
+	APIDelay{},
+}
+
+// Env is what a fault gets when it is injected.
+type Env struct {
+	Cluster target.Cluster
+	// Scale divides Talos-time parameters (an api-delay's delay) into wall
+	// time; network parameters are real time and never scaled.
+	Scale float64
+	// Seed is the fault's own random stream (a latency's jitter), drawn from
+	// the run's seed.
+	Seed uint64
+}
+
+// Node is a parameter naming the node a fault acts on: a node of the cluster,
+// or scenario.RandomNode where the kind allows it (the run's seed then picks a
+// control plane other than the bootstrap node).
+type Node string
+
+// Catalogue is the list of kinds as the scenario decoder reads it.
+var Catalogue scenario.FaultKinds = catalogue{}
+
+type catalogue struct{}
+
+// New returns the zero parameters of a kind.
+func (catalogue) New(name string) (scenario.FaultSpec, bool) {
+	k, ok := Lookup(name)
+
+	return k, ok
+}
+
+// Names lists the kinds.
+func (catalogue) Names() []string {
+	out := make([]string, 0, len(Kinds))
+	for _, k := range Kinds {
+		out = append(out, k.Kind())
+	}
+
+	return out
+}
+
+// Lookup finds a kind by name.
+func Lookup(name string) (Kind, bool) {
+	i := slices.IndexFunc(Kinds, func(k Kind) bool { return k.Kind() == name })
+	if i < 0 {
+		return nil, false
+	}
+
+	return Kinds[i], true
+}
+
+// Parse parses a scenario with the fault kinds of the catalogue.
+func Parse(file string, data []byte) (*scenario.Scenario, error) {
+	return scenario.Parse(file, data, Catalogue)
+}
+
+// Load reads and parses a scenario file with the fault kinds of the catalogue.
+func Load(path string) (*scenario.Scenario, error) {
+	return scenario.Load(path, Catalogue)
+}
+
+var (
+	nodeType  = reflect.TypeFor[Node]()
+	nodesType = reflect.TypeFor[[]Node]()
+)
+
+// NodesOf lists the nodes a fault's parameters name, in field order.
+func NodesOf(k Kind) []string {
+	var out []string
+
+	v := reflect.ValueOf(k)
+	for i := range v.NumField() {
+		switch f := v.Field(i); f.Type() {
+		case nodeType:
+			out = append(out, f.String())
+		case nodesType:
+			for j := range f.Len() {
+				out = append(out, f.Index(j).String())
+			}
+		}
+	}
+
+	return out
+}
+
+// withNode returns k with every node parameter that says "random" set to node.
+func withNode(k Kind, node string) Kind {
+	v := reflect.New(reflect.TypeOf(k)).Elem()
+	v.Set(reflect.ValueOf(k))
+
+	for i := range v.NumField() {
+		if f := v.Field(i); f.Type() == nodeType && f.String() == scenario.RandomNode {
+			f.SetString(node)
+		}
+	}
+
+	return v.Interface().(Kind)
+}
+
+// usesRandom reports whether a node parameter says "random".
+func usesRandom(k Kind) bool {
+	return slices.Contains(NodesOf(k), scenario.RandomNode)
+}
