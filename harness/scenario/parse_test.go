@@ -12,6 +12,7 @@ import (
 
 	"github.com/talchaos/talchaos/harness/chaos"
 	. "github.com/talchaos/talchaos/harness/scenario" //nolint:revive // the package under test
+	"github.com/talchaos/talchaos/scenarios"
 )
 
 // parse and load read scenarios with the fault kinds of the catalogue, as the
@@ -438,9 +439,27 @@ func TestNodeNames(t *testing.T) {
 	}
 }
 
+// FuzzParse: whatever the bytes, parsing ends, never panics, and a refusal is
+// an input error (exit code 2) naming a line. The seed corpus is the built-in
+// scenarios, every kind's example and a few hostile shapes; make test fuzzes
+// for a bounded time on top.
 func FuzzParse(f *testing.F) {
-	for _, seed := range []string{full, head, head + "faults:\n  - <<: [*a]\n", "a: &a [*a]", "{", "- - -", "cluster: {nodes: {? [a]: 1}}"} {
+	for _, seed := range []string{full, head, head + "faults:\n  - <<: [*a]\n", "a: &a [*a]", "{", "- - -", "cluster: {nodes: {? [a]: 1}}",
+		head + "  nodes:\n    cp2: {<<: [&a0 {bootDelay: 0s}, &a1 {<<: [*a0, *a0, *a0]}, &a2 {<<: [*a1, *a1, *a1]}]}\n"} {
 		f.Add([]byte(seed))
+	}
+
+	for _, name := range scenarios.Names() {
+		data, _, err := scenarios.Read(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+
+		f.Add(data)
+	}
+
+	for _, k := range chaos.Kinds {
+		f.Add([]byte(head + "faults:\n  - " + k.Example() + "\n"))
 	}
 
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -449,7 +468,16 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("Parse returned %v and %v", s, err)
 		}
 
-		if err != nil && strings.Contains(err.Error(), "internal error") {
+		if err == nil {
+			return
+		}
+
+		var e *Error
+		if !errors.As(err, &e) || e.File != "f.yaml" || e.Line < 1 {
+			t.Fatalf("not an input error naming file and line: %T %v", err, err)
+		}
+
+		if strings.Contains(err.Error(), "internal error") {
 			t.Fatal(err)
 		}
 	})
