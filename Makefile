@@ -22,9 +22,13 @@ lint:
 	$(GO) vet ./...
 
 # Every test under the race detector; the scenario suite drives the engine, the
-# sim and the fakes through real runs.
+# sim and the fakes through real runs. Then the decoders of the files users
+# write are fuzzed for a bounded time on top of their seed corpora.
+FUZZTIME ?= 15s
+
 test: lint
 	$(GO) test -count=1 -race -timeout 12m ./...
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -parallel 2 ./harness/scenario
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...

@@ -408,6 +408,13 @@ func (d *Decoder) Pairs(n *yaml.Node, path string) ([]Pair, bool) {
 
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		key, val := n.Content[i], n.Content[i+1]
+
+		// Every key counts as work: a big mapping merged through many aliases
+		// is walked once per alias.
+		if !d.tick(key, path) {
+			return nil, false
+		}
+
 		if key.Kind == yaml.ScalarNode && key.ShortTag() == "!!merge" {
 			ps, ok := d.mergePairs(val, path)
 			if !ok {
