@@ -55,16 +55,6 @@ type Options struct {
 	AllowDestructive bool
 }
 
-// TimeScale is the time scale a run of the scenario uses on the target: the
-// scenario's on disposable (simulated) nodes, 1 on real nodes, which run on
-// real time whatever the scenario says.
-func TimeScale(sc *scenario.Scenario, tgt target.Target) float64 {
-	if tgt.Disposable() {
-		return sc.TimeScale
-	}
-
-	return 1
-}
 
 // Destructive reports whether destructive faults and remedies may run: always
 // on disposable nodes, on real ones only with the user's permission.
@@ -74,7 +64,7 @@ func (o Options) Destructive() bool { return o.Target.Disposable() || o.AllowDes
 // the result is an error verdict, and is an *InputError for bad input.
 func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*result.Result, error) {
 	start := time.Now()
-	scale := TimeScale(sc, opts.Target)
+	scale := opts.Target.TimeScale(sc)
 	log := eventlog.New()
 	scrubber := &result.Scrubber{}
 	log.SetScrubber(scrubber.Scrub)
@@ -293,12 +283,12 @@ func runCluster(ctx context.Context, sc *scenario.Scenario, scale float64, opts 
 // ScaleNote says which time scale a run on the target uses, and why when it
 // is not the scenario's.
 func ScaleNote(sc *scenario.Scenario, tgt target.Target) string {
-	scale := TimeScale(sc, tgt)
+	scale := tgt.TimeScale(sc)
 	if scale == sc.TimeScale {
 		return fmt.Sprintf("time scale %g", scale)
 	}
 
-	return fmt.Sprintf("time scale %g (real nodes run on real time; the scenario's %g is for simulated nodes)", scale, sc.TimeScale)
+	return fmt.Sprintf("time scale %g: the %s target's nodes run their own timers (the scenario's %g is for simulated nodes)", scale, tgt.Name(), sc.TimeScale)
 }
 
 // secretsOf lists the key material a run must never print: the talosconfig's

@@ -46,6 +46,9 @@ func (t Target) Supports(c target.Capability, _ string) error { return target.Ha
 // Disposable implements target.Target: simulated nodes live for one run.
 func (Target) Disposable() bool { return true }
 
+// TimeScale implements target.Target: simulated nodes run the scenario's timers.
+func (Target) TimeScale(sc *scenario.Scenario) float64 { return sc.TimeScale }
+
 // Check implements target.Target: the sim runs every valid scenario.
 func (Target) Check(*scenario.Scenario) error { return nil }
 

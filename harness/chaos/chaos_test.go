@@ -20,10 +20,11 @@ type fakeTarget struct {
 	missingOn  map[string]bool
 }
 
-func (f fakeTarget) Name() string                      { return "fake" }
-func (f fakeTarget) Capabilities() []target.Capability { return f.caps }
-func (f fakeTarget) Disposable() bool                  { return f.disposable }
-func (f fakeTarget) Check(*scenario.Scenario) error    { return nil }
+func (f fakeTarget) Name() string                         { return "fake" }
+func (f fakeTarget) Capabilities() []target.Capability    { return f.caps }
+func (f fakeTarget) Disposable() bool                     { return f.disposable }
+func (f fakeTarget) Check(*scenario.Scenario) error       { return nil }
+func (f fakeTarget) TimeScale(*scenario.Scenario) float64 { return 1 }
 func (f fakeTarget) Supports(c target.Capability, node string) error {
 	if f.missingOn[node] {
 		return errors.New("no provider for " + node)

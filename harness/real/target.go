@@ -52,6 +52,10 @@ func (*Target) Capabilities() []target.Capability {
 // Disposable implements target.Target: real nodes outlive the run.
 func (*Target) Disposable() bool { return false }
 
+// TimeScale implements target.Target: real nodes run on real time, whatever the
+// scenario's timeScale.
+func (*Target) TimeScale(*scenario.Scenario) float64 { return 1 }
+
 // Supports implements target.Target, saying why a primitive is out of reach.
 func (t *Target) Supports(c target.Capability, node string) error {
 	if target.Has(t, c) != nil {

@@ -97,10 +97,13 @@ type Target interface {
 	// provider for some nodes, for instance).
 	Supports(c Capability, node string) error
 	// Disposable reports whether the nodes exist only for the run (sim,
-	// container). On a target that is not disposable (real nodes) Talos
-	// timers run unscaled, and destructive faults and remedies need the
-	// user's explicit permission.
+	// container). On a target that is not disposable (real nodes)
+	// destructive faults and remedies need the user's explicit permission.
 	Disposable() bool
+	// TimeScale is how much faster than real time the nodes' Talos timers
+	// run in a run of the scenario: the scenario's own scale for simulated
+	// nodes; 1 for real nodes, whatever the scenario says.
+	TimeScale(sc *scenario.Scenario) float64
 	// Check refuses, before anything starts, a scenario the target cannot run
 	// (a node the inventory lacks, say).
 	Check(sc *scenario.Scenario) error
