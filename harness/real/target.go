@@ -77,20 +77,8 @@ func (t *Target) CheckFault(kind, node, port, rpc string) error {
 func (t *Target) Provision(ctx context.Context, sc *scenario.Scenario, _ target.Options) (target.Cluster, error) {
 	inv := t.Inventory
 
-	for _, name := range sc.Cluster.NodeNames() {
-		n, ok := inv.Node(name)
-		if !ok {
-			return nil, fmt.Errorf("the scenario needs node %s, which the inventory does not list", name)
-		}
-
-		want := "worker"
-		if scenario.IsControlPlane(name) {
-			want = "controlplane"
-		}
-
-		if n.Role != want {
-			return nil, fmt.Errorf("inventory node %s is a %s, the scenario needs a %s", name, n.Role, want)
-		}
+	if err := inv.CheckScenario(sc); err != nil {
+		return nil, err
 	}
 
 	cfg, err := clientconfig.Open(inv.path(inv.Talosconfig))
