@@ -15,13 +15,15 @@ func (inv *Inventory) CheckScenario(sc *scenario.Scenario) error {
 	var errs scenario.Errors
 
 	for _, g := range []struct {
-		field, role, plural string
-		isRole              func(string) bool
+		field, role, noun string
+		isRole            func(string) bool
 	}{
-		{"cluster.controlPlanes", roleControlPlane, "control planes", scenario.IsControlPlane},
-		{"cluster.workers", roleWorker, "workers", isWorkerName},
+		{"cluster.controlPlanes", roleControlPlane, "control plane", scenario.IsControlPlane},
+		{"cluster.workers", roleWorker, "worker", isWorkerName},
 	} {
-		var missing, wrong, wrongAs []string
+		// needed are the scenario's nodes of this role the inventory does not
+		// provide; listedAs says where it lists those it has in another role.
+		var needed, listedAs []string
 
 		for _, name := range sc.Cluster.NodeNames() {
 			if !g.isRole(name) {
@@ -32,14 +34,14 @@ func (inv *Inventory) CheckScenario(sc *scenario.Scenario) error {
 
 			switch {
 			case !ok:
-				missing = append(missing, name)
+				needed = append(needed, name)
 			case n.Role != g.role:
-				wrong = append(wrong, name)
-				wrongAs = append(wrongAs, fmt.Sprintf("%s as a %s (%s)", name, n.Role, inv.where(inv.nodeField(name, "role"))))
+				needed = append(needed, name)
+				listedAs = append(listedAs, fmt.Sprintf("%s is listed as a %s (%s)", name, n.Role, inv.where(inv.nodeField(name, "role"))))
 			}
 		}
 
-		if len(missing) == 0 && len(wrong) == 0 {
+		if len(needed) == 0 {
 			continue
 		}
 
@@ -51,17 +53,20 @@ func (inv *Inventory) CheckScenario(sc *scenario.Scenario) error {
 			}
 		}
 
-		msg := fmt.Sprintf("the inventory lists %d %s", len(have), g.plural)
+		noun := g.noun
+		if len(have) != 1 {
+			noun += "s"
+		}
+
+		msg := fmt.Sprintf("the inventory lists %d %s", len(have), noun)
 		if len(have) > 0 {
 			msg += " (" + strings.Join(have, ", ") + ")"
 		}
 
-		if len(missing) > 0 {
-			msg += "; the scenario needs " + strings.Join(missing, ", ")
-		}
+		msg += "; the scenario needs " + strings.Join(needed, ", ")
 
-		if len(wrong) > 0 {
-			msg += fmt.Sprintf("; the scenario needs %s as %s, the inventory lists %s", strings.Join(wrong, ", "), g.plural, strings.Join(wrongAs, ", "))
+		for _, l := range listedAs {
+			msg += "; " + l
 		}
 
 		errs = append(errs, sc.Errorf(g.field, "%s", msg))
