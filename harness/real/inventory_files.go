@@ -7,6 +7,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"unicode"
 
 	clientconfig "github.com/siderolabs/talos/pkg/machinery/client/config"
 	"github.com/siderolabs/talos/pkg/machinery/config/configloader"
@@ -64,14 +65,14 @@ func (inv *Inventory) checkTalosconfig() *strictyaml.Error {
 	// disk as it is.
 	cfg, err := clientconfig.FromBytes(data)
 	if err != nil {
-		return inv.errorf("talosconfig", "%s is not a talosconfig: %s", inv.Talosconfig, redact(err))
+		return inv.errorf("talosconfig", "%s is not a talosconfig: %s", showPath(inv.Talosconfig), redact(err))
 	}
 
 	switch {
 	case cfg.Context == "":
-		return inv.errorf("talosconfig", "%s has no current context (its context field is empty)", inv.Talosconfig)
+		return inv.errorf("talosconfig", "%s has no current context (its context field is empty)", showPath(inv.Talosconfig))
 	case cfg.Contexts[cfg.Context] == nil:
-		return inv.errorf("talosconfig", "%s: its current context %s is not among its contexts", inv.Talosconfig, quote(cfg.Context))
+		return inv.errorf("talosconfig", "%s: its current context %s is not among its contexts", showPath(inv.Talosconfig), quote(cfg.Context))
 	}
 
 	return nil
@@ -87,7 +88,7 @@ func checkMachineConfig(path, written string) string {
 	}
 
 	if _, err := configloader.NewFromBytes(data); err != nil {
-		return fmt.Sprintf("%s is not a Talos machine config: %s", written, redact(err))
+		return fmt.Sprintf("%s is not a Talos machine config: %s", showPath(written), redact(err))
 	}
 
 	return ""
@@ -106,7 +107,7 @@ func (inv *Inventory) checkProxmoxSecret() *strictyaml.Error {
 		}
 
 		if strings.TrimSpace(string(data)) == "" {
-			return inv.errorf("proxmox.tokenSecretFile", "%s is empty", f)
+			return inv.errorf("proxmox.tokenSecretFile", "%s is empty", showPath(f))
 		}
 
 		return nil
@@ -122,6 +123,8 @@ func (inv *Inventory) checkProxmoxSecret() *strictyaml.Error {
 // describeFileError says why a file could not be read, naming it as the
 // inventory writes it ("open ./talosconfig: no such file or directory").
 func describeFileError(err error, written string) string {
+	written = showPath(written)
+
 	var (
 		pe *fs.PathError
 		nr *notRegularError
@@ -136,6 +139,22 @@ func describeFileError(err error, written string) string {
 	}
 
 	return fmt.Sprintf("read %s: %v", written, err)
+}
+
+// showPath prints a path as the inventory writes it, quoted when it holds
+// anything but printable non-space characters, so that a message stays one line.
+func showPath(p string) string {
+	if len(p) > 256 {
+		return quote(p)
+	}
+
+	for _, r := range p {
+		if !unicode.IsPrint(r) || unicode.IsSpace(r) || r == '"' {
+			return quote(p)
+		}
+	}
+
+	return p
 }
 
 var (
