@@ -1,6 +1,7 @@
 package real
 
 import (
+	"bytes"
 	"errors"
 	"path/filepath"
 	"strings"
@@ -72,6 +73,21 @@ func FuzzLoadInventory(f *testing.F) {
 		var ye *strictyaml.Error
 		if !errors.As(err, &ye) {
 			t.Fatalf("error %T is not a strictyaml error: %v", err, err)
+		}
+
+		all := []*strictyaml.Error{ye}
+
+		var es strictyaml.Errors
+		if errors.As(err, &es) {
+			all = es
+		}
+
+		// Every problem is placed on a line of the file.
+		lastLine := bytes.Count(data, []byte("\n")) + 1
+		for _, e := range all {
+			if e.File != file || e.Line < 1 || e.Line > lastLine {
+				t.Fatalf("error placed at %s:%d, outside the file's %d lines: %v", e.File, e.Line, lastLine, e)
+			}
 		}
 
 		msg := err.Error()
