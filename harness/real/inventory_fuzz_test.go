@@ -44,6 +44,7 @@ func FuzzLoadInventory(f *testing.F) {
 		"",
 		"- 1\n",
 		"nodes: {name: cp1}\n",
+		"nodes:\n  - \"na\\nme\": cp1\n",
 	} {
 		f.Add([]byte(seed))
 	}
