@@ -78,7 +78,10 @@ func loadScenario(arg string) (*scenario.Scenario, error) {
 	return nil, fmt.Errorf("%s: no such scenario file or built-in scenario (see 'talchaos list')", arg)
 }
 
-func targetFor(opts runOptions) (target.Target, error) {
+// targetFor builds the target of a run. A real target's inventory is loaded
+// and checked against the scenario here, before anything starts: its problems
+// are bad input (exit 2), each naming file, line and field.
+func targetFor(opts runOptions, sc *scenario.Scenario) (target.Target, error) {
 	switch opts.target {
 	case "sim":
 		if opts.inventory != "" {
@@ -93,7 +96,11 @@ func targetFor(opts runOptions) (target.Target, error) {
 
 		inv, err := real.LoadInventory(opts.inventory)
 		if err != nil {
-			return nil, err
+			return nil, &harness.InputError{Err: err}
+		}
+
+		if err := inv.CheckScenario(sc); err != nil {
+			return nil, &harness.InputError{Err: err}
 		}
 
 		return &real.Target{Inventory: inv, AllowDestructive: opts.allowDestructive}, nil
@@ -123,7 +130,7 @@ func runScenario(cmd *cobra.Command, arg string, opts runOptions) error {
 
 	var tgt target.Target
 	if err == nil {
-		tgt, err = targetFor(opts)
+		tgt, err = targetFor(opts, sc)
 	}
 
 	if err == nil && opts.plan {

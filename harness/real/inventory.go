@@ -5,19 +5,23 @@
 package real
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
-	"slices"
+	"reflect"
+	"strconv"
 	"strings"
+	"unicode"
 
-	"go.yaml.in/yaml/v3"
+	"github.com/talchaos/talchaos/harness/strictyaml"
 )
 
 // InventoryKind is the document kind of inventory files.
 const InventoryKind = "Inventory"
+
+// MaxInventoryNodes bounds the nodes of one inventory: a lab cluster, not a fleet.
+const MaxInventoryNodes = 100
 
 // Inventory lists the nodes of a real cluster and how to reach them.
 type Inventory struct {
@@ -31,6 +35,10 @@ type Inventory struct {
 
 	// dir is the inventory file's directory, for relative paths.
 	dir string
+	// file and lines place problems found after decoding (an inventory built
+	// in code has neither).
+	file  string
+	lines strictyaml.Lines
 }
 
 // InventoryNode is one node.
@@ -69,95 +77,105 @@ type QEMUVM struct {
 	NIC string `yaml:"nic,omitempty"` // netdev id for set_link, default net0
 }
 
-// LoadInventory reads and checks an inventory file. Unknown fields are errors.
+const emptyInventory = "empty inventory: expected a mapping with apiVersion, kind, talosconfig and nodes"
+
+// LoadInventory reads an inventory file, decodes it strictly, validates it and
+// checks that every file it names (talosconfig, machine configs, Proxmox token
+// secret) exists and loads, so that a run never starts with an inventory it
+// cannot use. Every problem is a *strictyaml.Error, or strictyaml.Errors for
+// several, printed as FILE:LINE: FIELD: MSG with the line of the field at fault.
+// Errors never quote the contents of the files the inventory names.
 func LoadInventory(path string) (*Inventory, error) {
-	data, err := os.ReadFile(path)
+	data, err := readFile(path, strictyaml.MaxFileBytes)
 	if err != nil {
-		return nil, fmt.Errorf("read inventory: %w", err)
+		return nil, &strictyaml.Error{File: path, Line: 1, Msg: "cannot read the inventory: " + describeFileError(err, path)}
 	}
 
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
+	return loadInventory(path, data)
+}
+
+// loadInventory is LoadInventory on the file's contents: ParseInventory, then
+// the checks on the files it names.
+func loadInventory(path string, data []byte) (*Inventory, error) {
+	inv, err := ParseInventory(path, data)
+	if err != nil {
+		return nil, err
+	}
+
+	if err := inv.checkFiles(); err != nil {
+		return nil, err
+	}
+
+	return inv, nil
+}
+
+// ParseInventory decodes and validates an inventory without touching the disk.
+// file names it in errors, and relative paths in it are relative to file's
+// directory.
+func ParseInventory(file string, data []byte) (_ *Inventory, err error) {
+	// Whatever the file, reading it must never take the harness down.
+	defer func() {
+		if r := recover(); r != nil {
+			err = &strictyaml.Error{File: file, Line: 1, Msg: fmt.Sprintf("internal error reading the inventory: %v", r)}
+		}
+	}()
+
+	root, err := strictyaml.ReadRoot(file, data, "an inventory", emptyInventory)
+	if err != nil {
+		return nil, err
+	}
+
+	d := strictyaml.NewDecoder(file)
+	d.Lines[""] = root.Line
 
 	var inv Inventory
-	if err := dec.Decode(&inv); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+
+	d.Decode(root, reflect.ValueOf(&inv).Elem(), "")
+
+	// A half-decoded inventory would fail validation for the same reasons again.
+	if errs := d.Errs(); len(errs) > 0 {
+		for _, e := range errs {
+			e.Field = printableField(e.Field)
+		}
+
+		return nil, strictyaml.Collect(errs)
 	}
 
-	inv.dir = filepath.Dir(path)
+	inv.dir = filepath.Dir(file)
+	inv.file = file
+	inv.lines = d.Lines
 
 	if err := inv.validate(); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, err
 	}
 
 	return &inv, nil
 }
 
-func (inv *Inventory) validate() error {
-	var errs []string
-
-	if inv.Kind != InventoryKind {
-		errs = append(errs, fmt.Sprintf("kind: must be %q", InventoryKind))
+// printableField quotes a field path holding a key that is not printable on
+// one line (strictyaml writes keys into paths as they are): an error stays one
+// FILE:LINE: FIELD: MSG line.
+func printableField(field string) string {
+	if strings.ContainsFunc(field, func(r rune) bool { return !unicode.IsPrint(r) }) {
+		return strconv.Quote(field)
 	}
 
-	if inv.Talosconfig == "" {
-		errs = append(errs, "talosconfig: required")
+	return field
+}
+
+// errorf builds a problem at a field of the inventory, on the line of that
+// field or of its nearest parent written in the file.
+func (inv *Inventory) errorf(field, format string, args ...any) *strictyaml.Error {
+	return &strictyaml.Error{File: inv.file, Line: inv.lines.Line(field), Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+// where is FILE:LINE of a field, for messages that point into the inventory.
+func (inv *Inventory) where(field string) string {
+	if inv.file == "" {
+		return "the inventory"
 	}
 
-	if len(inv.Nodes) == 0 {
-		errs = append(errs, "nodes: at least one node is required")
-	}
-
-	var names []string
-
-	for i, n := range inv.Nodes {
-		field := fmt.Sprintf("nodes[%d]", i)
-
-		switch {
-		case n.Name == "":
-			errs = append(errs, field+".name: required")
-		case slices.Contains(names, n.Name):
-			errs = append(errs, fmt.Sprintf("%s.name: duplicate node %q", field, n.Name))
-		}
-
-		names = append(names, n.Name)
-
-		if n.Role != "controlplane" && n.Role != "worker" {
-			errs = append(errs, fmt.Sprintf("%s.role: %q is not controlplane or worker", field, n.Role))
-		}
-
-		if n.Address == "" {
-			errs = append(errs, field+".address: required")
-		}
-
-		if n.Config == "" {
-			errs = append(errs, field+".config: required")
-		}
-
-		if n.Proxmox != nil && n.QEMU != nil {
-			errs = append(errs, field+": proxmox and qemu cannot both be set")
-		}
-
-		if n.Proxmox != nil && inv.Proxmox == nil {
-			errs = append(errs, field+".proxmox: needs the inventory's proxmox API section")
-		}
-	}
-
-	if p := inv.Proxmox; p != nil {
-		if p.URL == "" || p.TokenID == "" {
-			errs = append(errs, "proxmox: url and tokenID are required")
-		}
-
-		if (p.TokenSecretFile == "") == (p.TokenSecretEnv == "") {
-			errs = append(errs, "proxmox: exactly one of tokenSecretFile or tokenSecretEnv")
-		}
-	}
-
-	if len(errs) > 0 {
-		return errors.New(strings.Join(errs, "; "))
-	}
-
-	return nil
+	return fmt.Sprintf("%s:%d", inv.file, inv.lines.Line(field))
 }
 
 // path resolves a path relative to the inventory file.
@@ -178,4 +196,56 @@ func (inv *Inventory) Node(name string) (InventoryNode, bool) {
 	}
 
 	return InventoryNode{}, false
+}
+
+// readFile reads a regular file of at most limit bytes. Anything else (a
+// directory, a device, a FIFO that would block) is refused before it is opened
+// for reading.
+func readFile(path string, limit int64) ([]byte, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+
+	if !fi.Mode().IsRegular() {
+		return nil, &notRegularError{mode: fi.Mode()}
+	}
+
+	if fi.Size() > limit {
+		return nil, &tooLargeError{size: fi.Size(), limit: limit}
+	}
+
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+
+	defer f.Close() //nolint:errcheck
+
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+
+	if int64(len(data)) > limit {
+		return nil, &tooLargeError{size: int64(len(data)), limit: limit}
+	}
+
+	return data, nil
+}
+
+type notRegularError struct{ mode os.FileMode }
+
+func (e *notRegularError) Error() string {
+	if e.mode.IsDir() {
+		return "is a directory"
+	}
+
+	return "is not a regular file (" + e.mode.Type().String() + ")"
+}
+
+type tooLargeError struct{ size, limit int64 }
+
+func (e *tooLargeError) Error() string {
+	return fmt.Sprintf("is %d bytes: at most %d", e.size, e.limit)
 }

@@ -92,25 +92,7 @@ func outOfReach(c target.Capability) string {
 
 // Check implements target.Target: the scenario's nodes (cp1..cpN, w1..wM) must
 // be the inventory's, with the same roles.
-func (t *Target) Check(sc *scenario.Scenario) error {
-	for _, name := range sc.Cluster.NodeNames() {
-		n, ok := t.Inventory.Node(name)
-		if !ok {
-			return sc.Errorf("cluster", "the scenario needs node %s, which the inventory does not list", name)
-		}
-
-		want := "worker"
-		if scenario.IsControlPlane(name) {
-			want = "controlplane"
-		}
-
-		if n.Role != want {
-			return sc.Errorf("cluster", "inventory node %s is a %s, the scenario needs a %s", name, n.Role, want)
-		}
-	}
-
-	return nil
-}
+func (t *Target) Check(sc *scenario.Scenario) error { return t.Inventory.CheckScenario(sc) }
 
 // Provision implements target.Target: it reaches the inventory's nodes, which
 // must be the scenario's (cp1..cpN, w1..wM), and puts a proxy in front of each
