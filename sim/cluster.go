@@ -433,6 +433,9 @@ func (c *Cluster) Nodes() []target.Node {
 // Talosconfig implements target.Cluster.
 func (c *Cluster) Talosconfig() *clientconfig.Config { return c.talosconfig }
 
+// TimeScale is how much faster than real time the nodes' Talos timers run.
+func (c *Cluster) TimeScale() float64 { return c.scale }
+
 // Dir is the cluster's scratch directory (data dirs, PKI), removed by Close.
 func (c *Cluster) Dir() string { return c.dir }
 

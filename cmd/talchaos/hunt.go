@@ -88,7 +88,7 @@ func runHunt(cmd *cobra.Command, arg string, opts huntOptions) error {
 		return &exitError{code: exitInput, err: err}
 	}
 
-	tgt, err := targetFor(opts.runOptions, sc)
+	tgt, err := targetFor(opts.runOptions)
 	if err != nil {
 		return &exitError{code: exitInput, err: err}
 	}

@@ -79,9 +79,10 @@ func loadScenario(arg string) (*scenario.Scenario, error) {
 }
 
 // targetFor builds the target of a run. A real target's inventory is loaded
-// and checked against the scenario here, before anything starts: its problems
-// are bad input (exit 2), each naming file, line and field.
-func targetFor(opts runOptions, sc *scenario.Scenario) (target.Target, error) {
+// and checked here, and against the scenario by the run's plan, before
+// anything starts: its problems are bad input (exit 2), each naming file, line
+// and field.
+func targetFor(opts runOptions) (target.Target, error) {
 	switch opts.target {
 	case "sim":
 		if opts.inventory != "" {
@@ -99,11 +100,7 @@ func targetFor(opts runOptions, sc *scenario.Scenario) (target.Target, error) {
 			return nil, &harness.InputError{Err: err}
 		}
 
-		if err := inv.CheckScenario(sc); err != nil {
-			return nil, &harness.InputError{Err: err}
-		}
-
-		return &real.Target{Inventory: inv, AllowDestructive: opts.allowDestructive}, nil
+		return &real.Target{Inventory: inv}, nil
 	}
 
 	return nil, fmt.Errorf("unknown target %q: sim or real", opts.target)
@@ -130,7 +127,7 @@ func runScenario(cmd *cobra.Command, arg string, opts runOptions) error {
 
 	var tgt target.Target
 	if err == nil {
-		tgt, err = targetFor(opts, sc)
+		tgt, err = targetFor(opts)
 	}
 
 	if err == nil && opts.plan {

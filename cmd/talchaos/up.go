@@ -170,7 +170,9 @@ func writeUpFiles(dir string, cluster *sim.Cluster) error {
 
 	var cps []string
 
-	inv := real.Inventory{APIVersion: scenario.APIVersion, Kind: real.InventoryKind, Talosconfig: "talosconfig"}
+	// The inventory says how fast these nodes' timers run, so that a run of
+	// the real target against them keeps Talos's ratios.
+	inv := real.Inventory{APIVersion: scenario.APIVersion, Kind: real.InventoryKind, Talosconfig: "talosconfig", TimeScale: cluster.TimeScale()}
 
 	for _, n := range cluster.Nodes() {
 		if n.Role == target.ControlPlane {

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"unicode"
 
+	clientconfig "github.com/siderolabs/talos/pkg/machinery/client/config"
+
 	"github.com/talchaos/talchaos/harness/strictyaml"
 )
 
@@ -32,7 +34,13 @@ type Inventory struct {
 	Nodes       []InventoryNode `yaml:"nodes"`
 	// Proxmox is the Proxmox VE API the nodes' VMs live on, if any.
 	Proxmox *ProxmoxAPI `yaml:"proxmox,omitempty"`
+	// TimeScale is how much faster than real time the nodes' Talos timers
+	// run: 1 (the default) for real Talos, whatever a scenario says. Only
+	// simulated nodes run faster; `talchaos up` writes its nodes' scale here.
+	TimeScale float64 `yaml:"timeScale,omitempty"`
 
+	// talosconfig is the talosconfig as the load read it.
+	talosconfig *clientconfig.Config
 	// dir is the inventory file's directory, for relative paths.
 	dir string
 	// file and lines place problems found after decoding (an inventory built

@@ -75,6 +75,8 @@ func (inv *Inventory) checkTalosconfig() *strictyaml.Error {
 		return inv.errorf("talosconfig", "%s: its current context %s is not among its contexts", showPath(inv.Talosconfig), quote(cfg.Context))
 	}
 
+	inv.talosconfig = cfg
+
 	return nil
 }
 

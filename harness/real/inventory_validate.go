@@ -76,6 +76,11 @@ func (v *validator) header() {
 		v.errorf("kind", "must be %q, got %s", InventoryKind, quote(inv.Kind))
 	}
 
+	// Written so that NaN fails too; 0 is "not written".
+	if inv.TimeScale != 0 && !(inv.TimeScale >= 1 && inv.TimeScale <= scenario.MaxTimeScale) {
+		v.errorf("timeScale", "must be between 1 and %d, got %v (1: real Talos nodes)", scenario.MaxTimeScale, inv.TimeScale)
+	}
+
 	if inv.Talosconfig == "" {
 		v.errorf("talosconfig", "required: the path of the talosconfig that reaches the nodes")
 	}

@@ -24,8 +24,6 @@ import (
 // Target runs scenarios against the nodes of an inventory.
 type Target struct {
 	Inventory *Inventory
-	// AllowDestructive permits faults that reboot, power off or wipe nodes.
-	AllowDestructive bool
 }
 
 // Name implements target.Target.
@@ -53,8 +51,15 @@ func (*Target) Capabilities() []target.Capability {
 func (*Target) Disposable() bool { return false }
 
 // TimeScale implements target.Target: real nodes run on real time, whatever the
-// scenario's timeScale.
-func (*Target) TimeScale(*scenario.Scenario) float64 { return 1 }
+// scenario's timeScale; the inventory of simulated nodes (talchaos up) says
+// how fast theirs run.
+func (t *Target) TimeScale(*scenario.Scenario) float64 {
+	if t.Inventory == nil || t.Inventory.TimeScale == 0 {
+		return 1
+	}
+
+	return t.Inventory.TimeScale
+}
 
 // Supports implements target.Target, saying why a primitive is out of reach.
 func (t *Target) Supports(c target.Capability, node string) error {
@@ -104,9 +109,18 @@ func (t *Target) Provision(ctx context.Context, sc *scenario.Scenario, _ target.
 		return nil, err
 	}
 
-	cfg, err := clientconfig.Open(inv.path(inv.Talosconfig))
-	if err != nil {
-		return nil, fmt.Errorf("talosconfig: %w", err)
+	// As the inventory load read it; read again for an inventory built in
+	// code (clientconfig.Open would create a missing file).
+	cfg := inv.talosconfig
+	if cfg == nil {
+		data, err := os.ReadFile(inv.path(inv.Talosconfig))
+		if err != nil {
+			return nil, fmt.Errorf("talosconfig: %w", err)
+		}
+
+		if cfg, err = clientconfig.FromBytes(data); err != nil {
+			return nil, fmt.Errorf("talosconfig: %w", err)
+		}
 	}
 
 	c := &Cluster{inv: inv, talosconfig: cfg, proxies: map[string]*toxiproxy.Proxy{}, client: newClientFaults()}
@@ -148,6 +162,8 @@ func (t *Target) Provision(ctx context.Context, sc *scenario.Scenario, _ target.
 			Config: config,
 		})
 	}
+
+	var err error
 
 	if c.power, err = newPower(ctx, inv); err != nil {
 		c.Close() //nolint:errcheck
