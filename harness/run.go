@@ -55,7 +55,6 @@ type Options struct {
 	AllowDestructive bool
 }
 
-
 // Destructive reports whether destructive faults and remedies may run: always
 // on disposable nodes, on real ones only with the user's permission.
 func (o Options) Destructive() bool { return o.Target.Disposable() || o.AllowDestructive }

@@ -10,9 +10,9 @@ import (
 // APIDropReply lets a call take effect and loses its reply: the caller hits
 // its deadline not knowing the change was made (talos #8566).
 type APIDropReply struct {
-	Node  Node   `yaml:"node" doc:"the node serving (or, for the etcd calls, making) the call; random: a control plane other than the bootstrap node"`
-	RPC   RPC    `yaml:"rpc" doc:"ApplyConfiguration, Bootstrap, MemberAddAsLearner or MemberPromote"`
-	Count int    `yaml:"count" doc:"how many replies are lost; 0 (default): every call's while active"`
+	Node  Node `yaml:"node" doc:"the node serving (or, for the etcd calls, making) the call; random: a control plane other than the bootstrap node"`
+	RPC   RPC  `yaml:"rpc" doc:"ApplyConfiguration, Bootstrap, MemberAddAsLearner or MemberPromote"`
+	Count int  `yaml:"count" doc:"how many replies are lost; 0 (default): every call's while active"`
 }
 
 func (APIDropReply) Kind() string      { return "api-drop-reply" }
