@@ -29,6 +29,7 @@ FUZZTIME ?= 15s
 test: lint
 	$(GO) test -count=1 -race -timeout 12m ./...
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -parallel 2 ./harness/scenario
+	$(GO) test -run '^$$' -fuzz '^FuzzLoadInventory$$' -fuzztime $(FUZZTIME) -parallel 2 ./harness/real
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...

@@ -10,9 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"strconv"
-	"strings"
-	"unicode"
 
 	clientconfig "github.com/siderolabs/talos/pkg/machinery/client/config"
 
@@ -141,12 +138,8 @@ func ParseInventory(file string, data []byte) (_ *Inventory, err error) {
 	d.Decode(root, reflect.ValueOf(&inv).Elem(), "")
 
 	// A half-decoded inventory would fail validation for the same reasons again.
-	if errs := d.Errs(); len(errs) > 0 {
-		for _, e := range errs {
-			e.Field = printableField(e.Field)
-		}
-
-		return nil, strictyaml.Collect(errs)
+	if err := d.Err(); err != nil {
+		return nil, err
 	}
 
 	inv.dir = filepath.Dir(file)
@@ -158,17 +151,6 @@ func ParseInventory(file string, data []byte) (_ *Inventory, err error) {
 	}
 
 	return &inv, nil
-}
-
-// printableField quotes a field path holding a key that is not printable on
-// one line (strictyaml writes keys into paths as they are): an error stays one
-// FILE:LINE: FIELD: MSG line.
-func printableField(field string) string {
-	if strings.ContainsFunc(field, func(r rune) bool { return !unicode.IsPrint(r) }) {
-		return strconv.Quote(field)
-	}
-
-	return field
 }
 
 // errorf builds a problem at a field of the inventory, on the line of that

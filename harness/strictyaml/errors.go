@@ -3,7 +3,9 @@ package strictyaml
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
+	"unicode"
 )
 
 // Error is one problem in a file. It prints as "FILE:LINE: FIELD: MSG", the form
@@ -21,7 +23,18 @@ func (e *Error) Error() string {
 		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
 	}
 
-	return fmt.Sprintf("%s:%d: %s: %s", e.File, e.Line, e.Field, e.Msg)
+	return fmt.Sprintf("%s:%d: %s: %s", e.File, e.Line, printable(e.Field), e.Msg)
+}
+
+// printable quotes a field path holding a key that does not print on one line
+// (keys go into paths as they are written), so that every error stays one
+// FILE:LINE: FIELD: MSG line.
+func printable(field string) string {
+	if strings.ContainsFunc(field, func(r rune) bool { return !unicode.IsPrint(r) }) {
+		return strconv.Quote(field)
+	}
+
+	return field
 }
 
 // Errors is every problem found in one file, in line order, printed one per line.
