@@ -115,3 +115,21 @@ func TestUnwritableReportDirIsRefusedFirst(t *testing.T) {
 		t.Fatalf("exit %d, want 2 before the run starts:\n%s", code, out)
 	}
 }
+
+// `up` refuses flags out of bounds by their names, before anything starts.
+func TestUpRefusesBadFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--time-scale", "0"}, "--time-scale: must be between 1 and 10000, got 0"},
+		{[]string{"--control-planes", "0"}, "--control-planes: must be between 1 and 9, got 0"},
+		{[]string{"--workers", "500"}, "--workers: must be between 0 and 100, got 500"},
+		{[]string{"--talos", "v2"}, `--talos: unknown talos profile "v2"`},
+	} {
+		code, out := run(t, append([]string{"up", "--dir", filepath.Join(t.TempDir(), "new")}, tc.args...)...)
+		if code != exitInput || !strings.Contains(out, tc.want) {
+			t.Errorf("up %v: exit %d, want 2 with %q:\n%s", tc.args, code, tc.want, out)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -90,7 +91,44 @@ func upScenario(opts upOptions) (*scenario.Scenario, error) {
 		return nil, err
 	}
 
-	return chaos.Parse("talchaos up flags", data)
+	sc, err := chaos.Parse("talchaos up flags", data)
+	if err != nil {
+		return nil, flagErrors(err)
+	}
+
+	return sc, nil
+}
+
+// upFlags are the flags behind the fields of the scenario `up` builds.
+var upFlags = map[string]string{
+	"timeScale": "--time-scale", "talos": "--talos",
+	"cluster.controlPlanes": "--control-planes", "cluster.workers": "--workers",
+}
+
+// flagErrors says the problems of the scenario built from the flags in terms
+// of the flags: "--time-scale: must be between 1 and 10000, got 0".
+func flagErrors(err error) error {
+	var es scenario.Errors
+	if !errors.As(err, &es) {
+		var e *scenario.Error
+		if !errors.As(err, &e) {
+			return err
+		}
+
+		es = scenario.Errors{e}
+	}
+
+	msgs := make([]string, 0, len(es))
+	for _, e := range es {
+		field := e.Field
+		if f, ok := upFlags[field]; ok {
+			field = f
+		}
+
+		msgs = append(msgs, field+": "+e.Msg)
+	}
+
+	return errors.New(strings.Join(msgs, "\n"))
 }
 
 func runUp(cmd *cobra.Command, opts upOptions) error {
