@@ -3,7 +3,6 @@ package chaos
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/talchaos/talchaos/harness/scenario"
@@ -19,15 +18,12 @@ type RPC string
 // maxAPIDelay bounds an api-delay (Talos time, like the deadlines it outlasts).
 const maxAPIDelay = time.Hour
 
-// checkCall validates the node, rpc and count of an API fault.
-func checkCall(c *scenario.FaultCheck, node Node, rpc RPC, count int) {
-	c.Node("node", string(node), true)
-
-	if c.OneOf("rpc", string(rpc), "rpc", target.RPCs) && target.EtcdRPC(string(rpc)) {
-		c.ControlPlane("node", string(node), string(rpc)+" is called by a joining control plane's own Talos")
+// checkRPC validates the rpc parameter (field) of a fault on node
+// (nodeField): the etcd calls are made by control planes only.
+func checkRPC(c *scenario.FaultCheck, field, nodeField string, node Node, rpc RPC) {
+	if c.OneOf(field, string(rpc), "rpc", target.RPCs) && target.EtcdRPC(string(rpc)) {
+		c.ControlPlane(nodeField, string(node), string(rpc)+" is called by a joining control plane's own Talos")
 	}
-
-	c.Int("count", int64(count), 0, scenario.MaxCount)
 }
 
 // apiNeeds is what intercepting rpc takes: the etcd calls are made by the node
@@ -49,8 +45,4 @@ func intercept(ctx context.Context, env *Env, node Node, f target.APIFault) (tar
 	}
 
 	return af.InterceptAPI(ctx, string(node), f)
-}
-
-func apiExample(kind string, params ...string) string {
-	return "{" + strings.Join(append(append([]string{"kind: " + kind, "node: cp2", "rpc: ApplyConfiguration"}, params...), "count: 1", "at: 0s"), ", ") + "}"
 }

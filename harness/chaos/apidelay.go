@@ -23,12 +23,16 @@ func (APIDelay) Doc() string {
 	return "let a call take effect and deliver its reply late (past the caller's deadline if long enough)"
 }
 
-func (APIDelay) Example() string { return apiExample("api-delay", "delay: 45s") }
+func (APIDelay) Example() string {
+	return "{kind: api-delay, node: cp1, rpc: Bootstrap, delay: 45s, count: 1, at: 0s}"
+}
 
 func (k APIDelay) Needs(sc *scenario.Scenario) []target.Capability { return apiNeeds(sc, k.RPC) }
 
 func (k APIDelay) Validate(c *scenario.FaultCheck) {
-	checkCall(c, k.Node, k.RPC, k.Count)
+	c.Node("node", string(k.Node), true)
+	checkRPC(c, "rpc", "node", k.Node, k.RPC)
+	c.Int("count", int64(k.Count), 0, scenario.MaxCount)
 	c.Duration("delay", k.Delay, time.Millisecond, maxAPIDelay)
 }
 

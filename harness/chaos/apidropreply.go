@@ -21,12 +21,16 @@ func (APIDropReply) Doc() string {
 	return "let a call take effect and lose its reply: the caller hits its deadline not knowing it worked"
 }
 
-func (APIDropReply) Example() string { return apiExample("api-drop-reply") }
+func (APIDropReply) Example() string {
+	return "{kind: api-drop-reply, node: cp2, rpc: ApplyConfiguration, count: 1, at: 0s}"
+}
 
 func (k APIDropReply) Needs(sc *scenario.Scenario) []target.Capability { return apiNeeds(sc, k.RPC) }
 
 func (k APIDropReply) Validate(c *scenario.FaultCheck) {
-	checkCall(c, k.Node, k.RPC, k.Count)
+	c.Node("node", string(k.Node), true)
+	checkRPC(c, "rpc", "node", k.Node, k.RPC)
+	c.Int("count", int64(k.Count), 0, scenario.MaxCount)
 }
 
 func (k APIDropReply) Inject(ctx context.Context, env *Env) (target.Heal, error) {

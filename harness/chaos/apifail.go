@@ -22,12 +22,16 @@ func (APIFail) Doc() string {
 	return "refuse a call before it has any effect, with a gRPC error (a call that failed and changed nothing)"
 }
 
-func (APIFail) Example() string { return apiExample("api-fail", "code: Unavailable") }
+func (APIFail) Example() string {
+	return "{kind: api-fail, node: cp2, rpc: ApplyConfiguration, code: Unavailable, count: 2, at: 0s}"
+}
 
 func (k APIFail) Needs(sc *scenario.Scenario) []target.Capability { return apiNeeds(sc, k.RPC) }
 
 func (k APIFail) Validate(c *scenario.FaultCheck) {
-	checkCall(c, k.Node, k.RPC, k.Count)
+	c.Node("node", string(k.Node), true)
+	checkRPC(c, "rpc", "node", k.Node, k.RPC)
+	c.Int("count", int64(k.Count), 0, scenario.MaxCount)
 
 	code, ok := apifault.CodeByName(k.Code)
 

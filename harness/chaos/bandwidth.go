@@ -21,14 +21,18 @@ func (Bandwidth) Doc() string {
 	return "limit the throughput of a node's port (a learner's snapshot crawls, its promotion waits)"
 }
 
-func (Bandwidth) Example() string { return linkExample("bandwidth", "rateKBps: 64") }
+func (Bandwidth) Example() string {
+	return "{kind: bandwidth, node: cp1, port: etcd-peer, direction: downstream, rateKBps: 64, at: 0s, until: {node: cp2, state: learner, after: 2m}}"
+}
 
 func (k Bandwidth) Needs(*scenario.Scenario) []target.Capability {
 	return []target.Capability{target.ToxicOn(k.Port)}
 }
 
 func (k Bandwidth) Validate(c *scenario.FaultCheck) {
-	checkLink(c, k.Node, k.Port, k.Direction)
+	c.Node("node", string(k.Node), true)
+	checkPort(c, "port", k.Node, k.Port)
+	checkDirection(c, "direction", k.Direction)
 	c.Int("rateKBps", k.RateKBps, 1, maxRateKBps)
 }
 

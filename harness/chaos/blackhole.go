@@ -28,7 +28,11 @@ func (k Blackhole) Needs(*scenario.Scenario) []target.Capability {
 	return []target.Capability{target.ToxicOn(k.Port)}
 }
 
-func (k Blackhole) Validate(c *scenario.FaultCheck) { checkLink(c, k.Node, k.Port, k.Direction) }
+func (k Blackhole) Validate(c *scenario.FaultCheck) {
+	c.Node("node", string(k.Node), true)
+	checkPort(c, "port", k.Node, k.Port)
+	checkDirection(c, "direction", k.Direction)
+}
 
 // Inject uses toxiproxy's timeout toxic with no timeout: data is held forever.
 func (k Blackhole) Inject(ctx context.Context, env *Env) (target.Heal, error) {

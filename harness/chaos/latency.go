@@ -22,14 +22,18 @@ func (Latency) Doc() string {
 	return "delay the traffic through a node's port (real time: it acts on real etcd and API traffic)"
 }
 
-func (Latency) Example() string { return linkExample("latency", "latency: 200ms, jitter: 50ms") }
+func (Latency) Example() string {
+	return "{kind: latency, node: cp2, port: etcd-peer, direction: both, latency: 200ms, jitter: 50ms, at: 30s, for: 2m}"
+}
 
 func (k Latency) Needs(*scenario.Scenario) []target.Capability {
 	return []target.Capability{target.ToxicOn(k.Port)}
 }
 
 func (k Latency) Validate(c *scenario.FaultCheck) {
-	checkLink(c, k.Node, k.Port, k.Direction)
+	c.Node("node", string(k.Node), true)
+	checkPort(c, "port", k.Node, k.Port)
+	checkDirection(c, "direction", k.Direction)
 	c.Duration("latency", k.Latency, minNetDelay, maxLatency)
 
 	if k.Jitter.Duration > k.Latency.Duration {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/talchaos/talchaos/harness/scenario"
@@ -36,18 +35,20 @@ func portNames() []string {
 	return out
 }
 
-// checkLink validates the node, port and direction of a fault on one port.
-func checkLink(c *scenario.FaultCheck, node Node, port target.Port, dir target.Direction) {
-	c.Node("node", string(node), true)
-
-	if c.OneOf("port", string(port), "port", portNames()) && port != target.PortTalosAPI &&
+// checkPort validates the port parameter (field) of a fault on node's port:
+// the etcd ports exist on control planes only.
+func checkPort(c *scenario.FaultCheck, field string, node Node, port target.Port) {
+	if c.OneOf(field, string(port), "port", portNames()) && port != target.PortTalosAPI &&
 		node != "" && node != scenario.RandomNode && !scenario.IsControlPlane(string(node)) &&
 		slices.Contains(c.Scenario().Cluster.NodeNames(), string(node)) {
-		c.Errorf("port", "%s is a worker, which runs no etcd: %s exists on control planes only", node, port)
+		c.Errorf(field, "%s is a worker, which runs no etcd: %s exists on control planes only", node, port)
 	}
+}
 
+// checkDirection validates an optional direction parameter (field).
+func checkDirection(c *scenario.FaultCheck, field string, dir target.Direction) {
 	if dir != "" {
-		c.OneOf("direction", string(dir), "direction", directions)
+		c.OneOf(field, string(dir), "direction", directions)
 	}
 }
 
@@ -91,9 +92,4 @@ func injectToxic(ctx context.Context, env *Env, node Node, port target.Port, dir
 
 		return first
 	}, nil
-}
-
-// linkExample is the part of an example every port fault shares.
-func linkExample(kind, params string) string {
-	return "{" + strings.Join([]string{"kind: " + kind, "node: cp2", "port: etcd-peer", "direction: both", params, "at: 30s", "for: 2m"}, ", ") + "}"
 }

@@ -28,7 +28,11 @@ func (k Reset) Needs(*scenario.Scenario) []target.Capability {
 	return []target.Capability{target.ToxicOn(k.Port)}
 }
 
-func (k Reset) Validate(c *scenario.FaultCheck) { checkLink(c, k.Node, k.Port, k.Direction) }
+func (k Reset) Validate(c *scenario.FaultCheck) {
+	c.Node("node", string(k.Node), true)
+	checkPort(c, "port", k.Node, k.Port)
+	checkDirection(c, "direction", k.Direction)
+}
 
 func (k Reset) Inject(ctx context.Context, env *Env) (target.Heal, error) {
 	return injectToxic(ctx, env, k.Node, k.Port, k.Direction, target.Toxic{Type: "reset_peer"})

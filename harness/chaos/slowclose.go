@@ -21,14 +21,18 @@ func (SlowClose) Doc() string {
 	return "delay the close of every connection through a node's port (half-closed peers linger)"
 }
 
-func (SlowClose) Example() string { return linkExample("slow-close", "delay: 2s") }
+func (SlowClose) Example() string {
+	return "{kind: slow-close, node: cp2, port: etcd-client, direction: downstream, delay: 2s, at: 30s, for: 2m}"
+}
 
 func (k SlowClose) Needs(*scenario.Scenario) []target.Capability {
 	return []target.Capability{target.ToxicOn(k.Port)}
 }
 
 func (k SlowClose) Validate(c *scenario.FaultCheck) {
-	checkLink(c, k.Node, k.Port, k.Direction)
+	c.Node("node", string(k.Node), true)
+	checkPort(c, "port", k.Node, k.Port)
+	checkDirection(c, "direction", k.Direction)
 	c.Duration("delay", k.Delay, minNetDelay, maxCloseWait)
 }
 
