@@ -104,7 +104,7 @@ func runHunt(cmd *cobra.Command, arg string, opts huntOptions) error {
 
 		res, err := harness.Run(cmd.Context(), sc, harness.Options{
 			Target: tgt, Seed: seed, AllowDestructive: opts.allowDestructive,
-			Replay: fmt.Sprintf("talchaos run %s --target %s --seed %d", arg, tgt.Name(), seed),
+			Replay: replayCommand(arg, opts.runOptions, seed),
 		})
 		if err != nil && harness.IsInputError(err) {
 			return &exitError{code: exitInput, err: err}
@@ -134,7 +134,8 @@ func runHunt(cmd *cobra.Command, arg string, opts huntOptions) error {
 	fmt.Fprintf(out, "\n%s: expectations held for %d of %d seeds (%.0f%%); reports in %s\n", sc.Name, passed, ran, 100*float64(passed)/float64(ran), opts.reportDir)
 
 	if len(failed) > 0 {
-		fmt.Fprintf(out, "failing seeds: %s\nreproduce: talchaos run %s --target %s --seed %s\n", strings.Join(failed, " "), arg, tgt.Name(), failed[0])
+		first, _ := strconv.ParseInt(failed[0], 10, 64) //nolint:errcheck // formatted from an int64 above
+		fmt.Fprintf(out, "failing seeds: %s\nreproduce: %s\n", strings.Join(failed, " "), replayCommand(arg, opts.runOptions, first))
 
 		return &exitError{code: exitFail}
 	}

@@ -78,6 +78,22 @@ func loadScenario(arg string) (*scenario.Scenario, error) {
 	return nil, fmt.Errorf("%s: no such scenario file or built-in scenario (see 'talchaos list')", arg)
 }
 
+// replayCommand is the command that runs the same scenario, target and seed
+// again, with the inventory and the permission a real target needs.
+func replayCommand(arg string, opts runOptions, seed int64) string {
+	cmd := fmt.Sprintf("talchaos run %s --target %s --seed %d", arg, opts.target, seed)
+
+	if opts.inventory != "" {
+		cmd += " --inventory " + opts.inventory
+	}
+
+	if opts.allowDestructive {
+		cmd += " --allow-destructive"
+	}
+
+	return cmd
+}
+
 // targetFor builds the target of a run. A real target's inventory is loaded
 // and checked here, and against the scenario by the run's plan, before
 // anything starts: its problems are bad input (exit 2), each naming file, line
@@ -110,7 +126,7 @@ func runScenario(cmd *cobra.Command, arg string, opts runOptions) error {
 	out := cmd.OutOrStdout()
 
 	res := &result.Result{Schema: result.Schema, Scenario: strings.TrimSuffix(filepath.Base(arg), ".yaml"), Target: opts.target, Seed: opts.seed}
-	res.Replay = fmt.Sprintf("talchaos run %s --target %s --seed %d", arg, opts.target, opts.seed)
+	res.Replay = replayCommand(arg, opts, opts.seed)
 
 	// Where the report goes is checked before anything else: a verdict
 	// nobody can read is lost.
