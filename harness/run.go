@@ -87,7 +87,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*result.Resu
 
 		scrubber.ScrubResult(res)
 
-		return res, err
+		return res, scrubber.ScrubError(err)
 	}
 
 	planned, err := chaos.Plan(sc, opts.Target, opts.Seed)
@@ -109,19 +109,19 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*result.Resu
 
 	defer cluster.Close() //nolint:errcheck
 
-	scrubber.Add(secretsOf(cluster)...)
+	scrubber.Add(SecretsOf(cluster)...)
 
 	for _, n := range cluster.Nodes() {
 		log.Add(n.Name, "node.provisioned", fmt.Sprintf("%s %s, Talos API %s", n.Role, n.Address, n.Endpoint))
 	}
 
-	err = runCluster(ctx, sc, opts, orch, planned, cluster, log, res)
+	err = runCluster(ctx, sc, opts, orch, planned, cluster, log, scrubber, res)
 
 	return finish(err)
 }
 
 func runCluster(ctx context.Context, sc *scenario.Scenario, opts Options, orch orchestrator.Orchestrator,
-	planned []chaos.Planned, cluster target.Cluster, log *eventlog.Log, res *result.Result,
+	planned []chaos.Planned, cluster target.Cluster, log *eventlog.Log, scrubber *result.Scrubber, res *result.Result,
 ) error {
 	interval := opts.ObserveInterval
 	if interval == 0 {
@@ -162,6 +162,8 @@ func runCluster(ctx context.Context, sc *scenario.Scenario, opts Options, orch o
 		if talosconfig, err = foreignTalosconfig(cluster.Nodes()); err != nil {
 			return fmt.Errorf("talosconfig from other secrets: %w", err)
 		}
+
+		scrubber.Add(result.TalosconfigSecrets(talosconfig)...)
 
 		log.Add("", "orchestrator.talosconfig", "the orchestrator uses a talosconfig generated from other secrets")
 	}
@@ -270,15 +272,21 @@ func runCluster(ctx context.Context, sc *scenario.Scenario, opts Options, orch o
 	return nil
 }
 
-// secretsOf lists the key material a run must never print: the talosconfig's
-// keys and whatever secrets the target declares (API tokens).
-func secretsOf(cluster target.Cluster) []string {
-	var out []string
+// SecretsOf lists what a run must never print: every secret of every node's
+// machine config (tokens, cluster secret, encryption secrets, CA and
+// service-account keys, and whatever else Talos's own redaction knows of), the
+// talosconfig's credentials and whatever secrets the target declares (API
+// tokens). Node.Config holds the bytes on every target, so this works
+// whether the configs were generated or read from an inventory. Register them
+// with a result.Scrubber before anything can print them.
+func SecretsOf(cluster target.Cluster) []string {
+	out := result.TalosconfigSecrets(cluster.Talosconfig())
 
-	if cfg := cluster.Talosconfig(); cfg != nil {
-		for _, c := range cfg.Contexts {
-			out = append(out, c.Key, c.Crt, c.CA)
-		}
+	for _, n := range cluster.Nodes() {
+		// A config the machinery cannot load still gives what sits under the
+		// usual secret field names; the node will refuse it anyway.
+		values, _ := result.MachineConfigSecrets(n.Config) //nolint:errcheck
+		out = append(out, values...)
 	}
 
 	if s, ok := cluster.(target.SecretHolder); ok {

@@ -7,13 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/talchaos/talchaos/harness"
 	"github.com/talchaos/talchaos/harness/chaos"
-	"github.com/talchaos/talchaos/harness/eventlog"
 	"github.com/talchaos/talchaos/harness/real"
 	"github.com/talchaos/talchaos/harness/result"
 	"github.com/talchaos/talchaos/harness/scenario"
@@ -130,7 +128,7 @@ func runScenario(cmd *cobra.Command, arg string, opts runOptions) error {
 		Target:  tgt,
 		Seed:    opts.seed,
 		Replay:  res.Replay,
-		OnEvent: progress(out, opts.verbose),
+		OnEvent: reports.Progress(out, opts.verbose),
 	})
 
 	code := exitPass
@@ -193,15 +191,4 @@ func writeAndExit(out io.Writer, dir string, res *result.Result, code int, runEr
 	}
 
 	return &exitError{code: code, err: runErr}
-}
-
-// progress prints events as they happen; machined log lines only when verbose.
-func progress(w io.Writer, verbose bool) func(eventlog.Event) {
-	return func(e eventlog.Event) {
-		if strings.HasPrefix(e.Kind, "log.") && !verbose {
-			return
-		}
-
-		fmt.Fprintf(w, "%8s  %-5s %-24s %s\n", (time.Duration(e.TMs) * time.Millisecond).Truncate(time.Millisecond), e.Node, e.Kind, e.Msg)
-	}
 }

@@ -110,6 +110,10 @@ func (s *Scrubber) Scrub(text string) string {
 	return longBase64.ReplaceAllString(text, Redacted)
 }
 
+// ScrubKeyMaterial removes what looks like key material (PEM blocks, long
+// base64 runs) from text where no secret is known, as a last line of defence.
+func ScrubKeyMaterial(text string) string { return (*Scrubber)(nil).Scrub(text) }
+
 // knownReplacer replaces every known secret, trying longer ones first so that
 // a secret containing another one goes whole.
 func (s *Scrubber) knownReplacer() *strings.Replacer {
