@@ -10,6 +10,7 @@ import (
 
 	"github.com/siderolabs/crypto/x509"
 	clientconfig "github.com/siderolabs/talos/pkg/machinery/client/config"
+	"github.com/siderolabs/talos/pkg/machinery/config"
 	"github.com/siderolabs/talos/pkg/machinery/config/configloader"
 	"github.com/siderolabs/talos/pkg/machinery/config/encoder"
 	"github.com/siderolabs/talos/pkg/machinery/config/generate/secrets"
@@ -36,7 +37,7 @@ func MachineConfigSecrets(data []byte) ([]string, error) {
 		return yamlSecrets(data), fmt.Errorf("machine config: %w", err)
 	}
 
-	out := BundleSecrets(secrets.NewBundleFromConfig(secrets.NewFixedClock(time.Time{}), cfg))
+	out := BundleSecrets(bundleOf(cfg))
 
 	opts := []encoder.Option{encoder.WithComments(encoder.CommentsDisabled)}
 
@@ -53,6 +54,23 @@ func MachineConfigSecrets(data []byte) ([]string, error) {
 	diff, err := redactedValues(orig, redacted)
 
 	return append(out, diff...), err
+}
+
+// bundleOf is the secrets bundle the machinery reads out of a config, nil
+// for a config without a v1alpha1 document (NewBundleFromConfig expects one).
+func bundleOf(cfg config.Provider) (b *secrets.Bundle) {
+	if cfg.RawV1Alpha1() == nil {
+		return nil
+	}
+
+	// The redaction below still sees every secret if some odd shape trips it.
+	defer func() {
+		if recover() != nil {
+			b = nil
+		}
+	}()
+
+	return secrets.NewBundleFromConfig(secrets.NewFixedClock(time.Time{}), cfg)
 }
 
 // redactedValues walks the documents of a config and of its redacted copy side

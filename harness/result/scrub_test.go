@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -227,5 +228,34 @@ func TestScrubResult(t *testing.T) {
 
 	if r.Events[0].Node != "cp1" || r.Events[0].Msg != "stdout: "+Redacted {
 		t.Errorf("event = %+v", r.Events[0])
+	}
+}
+
+// Configs of any shape give their secrets (or an error), never a panic: a
+// real target's inventory can hold anything.
+func TestMachineConfigSecretsOddConfigs(t *testing.T) {
+	for _, tc := range []struct {
+		name, config string
+		want         []string
+		err          bool
+	}{
+		{"empty", "", nil, true},
+		{"not yaml", "{{{", nil, true},
+		{"no cluster", "version: v1alpha1\nmachine:\n  type: worker\n  token: abcdef.0123456789abcdef\n", []string{"abcdef.0123456789abcdef"}, false},
+		{"no v1alpha1", "apiVersion: v1alpha1\nkind: RegistryAuthConfig\nname: r.example.com\npassword: hunter2-registry-pass\n", []string{"hunter2-registry-pass"}, false},
+		{"unknown kind", "apiVersion: v1alpha1\nkind: NoSuchConfig\ntoken: abcdef.0123456789abcdef\n", []string{"abcdef.0123456789abcdef"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := MachineConfigSecrets([]byte(tc.config))
+			if (err != nil) != tc.err {
+				t.Errorf("err = %v, want error: %v", err, tc.err)
+			}
+
+			for _, w := range tc.want {
+				if !slices.Contains(got, w) {
+					t.Errorf("secrets lack %q: %q", w, got)
+				}
+			}
+		})
 	}
 }
