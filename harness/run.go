@@ -95,7 +95,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*result.Resu
 
 		scrubber.ScrubResult(res)
 
-		return res, err
+		return res, scrubber.ScrubError(err)
 	}
 
 	planned, err := chaos.Plan(sc, opts.Target, opts.Seed, opts.AllowDestructive)
@@ -117,19 +117,19 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*result.Resu
 
 	defer cluster.Close() //nolint:errcheck
 
-	scrubber.Add(secretsOf(cluster)...)
+	scrubber.Add(SecretsOf(cluster)...)
 
 	for _, n := range cluster.Nodes() {
 		log.Add(n.Name, "node.provisioned", fmt.Sprintf("%s %s, Talos API %s", n.Role, n.Address, n.Endpoint))
 	}
 
-	err = runCluster(ctx, sc, scale, opts, orch, planned, cluster, log, res)
+	err = runCluster(ctx, sc, scale, opts, orch, planned, cluster, log, scrubber, res)
 
 	return finish(err)
 }
 
 func runCluster(ctx context.Context, sc *scenario.Scenario, scale float64, opts Options, orch orchestrator.Orchestrator,
-	planned []chaos.Planned, cluster target.Cluster, log *eventlog.Log, res *result.Result,
+	planned []chaos.Planned, cluster target.Cluster, log *eventlog.Log, scrubber *result.Scrubber, res *result.Result,
 ) error {
 	interval := opts.ObserveInterval
 	if interval == 0 {
@@ -170,6 +170,8 @@ func runCluster(ctx context.Context, sc *scenario.Scenario, scale float64, opts 
 		if talosconfig, err = foreignTalosconfig(cluster.Nodes()); err != nil {
 			return fmt.Errorf("talosconfig from other secrets: %w", err)
 		}
+
+		scrubber.Add(result.TalosconfigSecrets(talosconfig)...)
 
 		log.Add("", "orchestrator.talosconfig", "the orchestrator uses a talosconfig generated from other secrets")
 	}
@@ -290,15 +292,21 @@ func ScaleNote(sc *scenario.Scenario, tgt target.Target) string {
 	return fmt.Sprintf("time scale %g: the %s target's nodes run their own timers (the scenario's %g is for simulated nodes)", scale, tgt.Name(), sc.TimeScale)
 }
 
-// secretsOf lists the key material a run must never print: the talosconfig's
-// keys and whatever secrets the target declares (API tokens).
-func secretsOf(cluster target.Cluster) []string {
-	var out []string
+// SecretsOf lists what a run must never print: every secret of every node's
+// machine config (tokens, cluster secret, encryption secrets, CA and
+// service-account keys, and whatever else Talos's own redaction knows of), the
+// talosconfig's credentials and whatever secrets the target declares (API
+// tokens). Node.Config holds the bytes on every target, so this works
+// whether the configs were generated or read from an inventory. Register them
+// with a result.Scrubber before anything can print them.
+func SecretsOf(cluster target.Cluster) []string {
+	out := result.TalosconfigSecrets(cluster.Talosconfig())
 
-	if cfg := cluster.Talosconfig(); cfg != nil {
-		for _, c := range cfg.Contexts {
-			out = append(out, c.Key, c.Crt, c.CA)
-		}
+	for _, n := range cluster.Nodes() {
+		// A config the machinery cannot load still gives what sits under the
+		// usual secret field names; the node will refuse it anyway.
+		values, _ := result.MachineConfigSecrets(n.Config) //nolint:errcheck
+		out = append(out, values...)
 	}
 
 	if s, ok := cluster.(target.SecretHolder); ok {

@@ -1,8 +1,12 @@
 package scenarios_test
 
 import (
+	"context"
 	"fmt"
+	"regexp"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +17,10 @@ import (
 	"github.com/talchaos/talchaos/harness"
 	"github.com/talchaos/talchaos/harness/chaos"
 	"github.com/talchaos/talchaos/harness/result"
+	"github.com/talchaos/talchaos/harness/result/secretscan"
+	"github.com/talchaos/talchaos/harness/scenario"
+	"github.com/talchaos/talchaos/harness/target"
+	"github.com/talchaos/talchaos/reports"
 	"github.com/talchaos/talchaos/scenarios"
 	"github.com/talchaos/talchaos/sim"
 )
@@ -47,13 +55,184 @@ var _ = Describe("built-in scenario", func() {
 			sc, err := chaos.Parse(file, data)
 			Expect(err).NotTo(HaveOccurred())
 
-			res, err := harness.Run(ctx, sc, harness.Options{Target: sim.Target{}, Seed: 1})
-			Expect(err).NotTo(HaveOccurred())
-			Expect(res.Verdict).To(Equal(result.Pass), explain(res))
-			Expect(res.Checks).NotTo(BeEmpty(), "a scenario without expectations proves nothing")
+			run := runRecorded(ctx, sc)
+			Expect(run.err).NotTo(HaveOccurred())
+			Expect(run.res.Verdict).To(Equal(result.Pass), explain(run.res))
+			Expect(run.res.Checks).NotTo(BeEmpty(), "a scenario without expectations proves nothing")
+
+			Expect(run.leaks()).To(BeEmpty(), "secrets in what talchaos prints or writes")
 		}, SpecTimeout(3*time.Minute))
 	}
 })
+
+// A bootstrap command that prints every machine config and the talosconfig,
+// and their keys decoded, to stdout or to stderr: talchaos prints and stores
+// its output (progress lines, report events) without one secret of them.
+var _ = Describe("an exec command printing the configs", func() {
+	for _, stream := range []string{"stdout", "stderr"} {
+		It("to "+stream, func(ctx SpecContext) {
+			redirect := ""
+			if stream == "stderr" {
+				redirect = "exec >&2"
+			}
+
+			sc, err := chaos.Parse("exec-prints-secrets.yaml", []byte(fmt.Sprintf(execPrintsSecrets, redirect)))
+			Expect(err).NotTo(HaveOccurred())
+
+			run := runRecorded(ctx, sc)
+			Expect(run.err).NotTo(HaveOccurred())
+			Expect(run.res.Verdict).To(Equal(result.Pass), explain(run.res))
+			Expect(run.leaks()).To(BeEmpty(), "secrets in what talchaos prints or writes")
+
+			// The command did print the configs and the keys: what is left of
+			// them is there, redacted.
+			for _, want := range []string{
+				"machine:", "contexts:", " +token: \\[redacted\\]", " +secret: \\[redacted\\]",
+				" +secretboxEncryptionSecret: \\[redacted\\]", " +key: \\[redacted\\]",
+				"-----BEGIN EC PRIVATE KEY-----", "-----BEGIN ED25519 PRIVATE KEY-----", "\\[redacted\\]",
+			} {
+				re := regexp.MustCompile("(?m)orchestrator.exec +" + stream + ": " + want + "$")
+				Expect(re.MatchString(run.progress)).To(BeTrue(), "no line %s in the output", re)
+			}
+		}, SpecTimeout(time.Minute))
+	}
+})
+
+// execPrintsSecrets is a scenario whose bootstrap command prints (to stdout,
+// or after %s to stderr) every config, the talosconfig, and each of their
+// keys decoded, then does nothing else: the nodes stay in maintenance.
+const execPrintsSecrets = `apiVersion: talchaos/v1
+kind: Scenario
+name: exec-prints-secrets
+talos: v1.12
+timeScale: 60
+cluster:
+  controlPlanes: 3
+orchestrator:
+  name: exec
+  command:
+    - sh
+    - -c
+    - |
+      %s
+      cat "$TALCHAOS_CONFIG_CP1" "$TALCHAOS_CONFIG_CP2" "$TALCHAOS_CONFIG_CP3" "$TALOSCONFIG"
+      for f in "$TALCHAOS_CONFIG_CP1" "$TALOSCONFIG"; do
+        sed -n 's/^ *key: *//p' "$f" | while read -r k; do echo "$k" | base64 -d; done
+      done
+expect:
+  within: 1m
+  converged: false
+  voters: 0
+  nodesInMaintenance: [cp1, cp2, cp3]
+`
+
+// recordedRun is one run with everything talchaos would print and write for it.
+type recordedRun struct {
+	res *result.Result
+	err error
+	// progress is what `talchaos run --verbose` prints while the run goes on.
+	progress string
+	// output is everything printed: progress, summary, the error on stderr.
+	output string
+	// reportDir holds report.json, junit.xml and summary.md.
+	reportDir string
+	// clusters are the clusters the run provisioned.
+	clusters []*sim.Cluster
+}
+
+// runRecorded runs a scenario on the sim target as `talchaos run --verbose`
+// does, keeping the clusters it provisions, and writes the reports.
+func runRecorded(ctx context.Context, sc *scenario.Scenario) *recordedRun {
+	rec := &recordingTarget{}
+
+	var progress syncBuffer
+
+	res, err := harness.Run(ctx, sc, harness.Options{Target: rec, Seed: 1, OnEvent: reports.Progress(&progress, true)})
+
+	run := &recordedRun{res: res, err: err, progress: progress.String(), reportDir: GinkgoT().TempDir(), clusters: rec.recorded()}
+	run.output = run.progress + "\n" + reports.Summary(res)
+
+	if err != nil {
+		run.output += "\ntalchaos: " + err.Error() + "\n"
+	}
+
+	_, werr := reports.Write(run.reportDir, res)
+	Expect(werr).NotTo(HaveOccurred())
+
+	return run
+}
+
+// leaks scans the output and every report file for every secret of each
+// provisioned cluster's secrets bundle and talosconfig, in every form.
+func (r *recordedRun) leaks() []string {
+	Expect(r.clusters).NotTo(BeEmpty(), "no cluster recorded")
+
+	texts, err := secretscan.Files(r.reportDir)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(texts).To(HaveLen(3))
+
+	texts["output"] = r.output
+
+	var hits []string
+
+	for _, c := range r.clusters {
+		secrets, err := secretscan.Values(c.Bundle(), c.Talosconfig())
+		Expect(err).NotTo(HaveOccurred())
+		Expect(len(secrets)).To(BeNumerically(">", 10))
+
+		for where, text := range texts {
+			hits = append(hits, secretscan.Find(where, text, secrets)...)
+		}
+	}
+
+	return hits
+}
+
+// recordingTarget is the sim target, keeping the clusters it provisions.
+type recordingTarget struct {
+	sim.Target
+
+	mu       sync.Mutex
+	clusters []*sim.Cluster
+}
+
+func (t *recordingTarget) Provision(ctx context.Context, sc *scenario.Scenario, opts target.Options) (target.Cluster, error) {
+	c, err := t.Target.Provision(ctx, sc, opts)
+	if sc, ok := c.(*sim.Cluster); ok && sc != nil {
+		t.mu.Lock()
+		t.clusters = append(t.clusters, sc)
+		t.mu.Unlock()
+	}
+
+	return c, err
+}
+
+func (t *recordingTarget) recorded() []*sim.Cluster {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+
+	return slices.Clone(t.clusters)
+}
+
+// syncBuffer is written by the event log's sinks and read after the run.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+
+	return s.b.String()
+}
 
 // explain lists the failed checks, the diagnoses and the last events.
 func explain(res *result.Result) string {

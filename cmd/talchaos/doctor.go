@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/talchaos/talchaos/harness/check"
+	"github.com/talchaos/talchaos/harness/result"
 )
 
 type doctorOptions struct {
@@ -63,9 +65,13 @@ func runDoctor(cmd *cobra.Command, opts doctorOptions) error {
 		return &exitError{code: exitInput, err: fmt.Errorf("talosconfig: %w", err)}
 	}
 
+	// Whatever the nodes answer (log lines, errors) is printed through this.
+	scrubber := &result.Scrubber{}
+	scrubber.Add(result.TalosconfigSecrets(cfg)...)
+
 	obs, findings, err := check.Examine(cmd.Context(), cfg, opts.nodes)
 	if err != nil {
-		return &exitError{code: exitHarness, err: err}
+		return &exitError{code: exitHarness, err: scrubber.ScrubError(err)}
 	}
 
 	reachable := false
@@ -74,17 +80,21 @@ func runDoctor(cmd *cobra.Command, opts doctorOptions) error {
 		reachable = reachable || n.Mode != check.ModeDown
 	}
 
-	out := cmd.OutOrStdout()
+	var out bytes.Buffer
 
 	if opts.json {
-		enc := json.NewEncoder(out)
+		enc := json.NewEncoder(&out)
 		enc.SetIndent("", "  ")
 
 		if err := enc.Encode(map[string]any{"outcome": obs.Outcome(), "findings": findings}); err != nil {
 			return &exitError{code: exitHarness, err: err}
 		}
 	} else {
-		printDoctor(out, obs, findings)
+		printDoctor(&out, obs, findings)
+	}
+
+	if _, err := io.WriteString(cmd.OutOrStdout(), scrubber.Scrub(out.String())); err != nil {
+		return &exitError{code: exitHarness, err: err}
 	}
 
 	switch {

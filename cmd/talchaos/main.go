@@ -11,6 +11,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/talchaos/talchaos/harness/result"
 )
 
 // Exit codes (DESIGN.md).
@@ -57,14 +59,14 @@ func execute(ctx context.Context, args []string) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.err != nil {
-			fmt.Fprintln(os.Stderr, "talchaos:", ee.err)
+			fmt.Fprintln(os.Stderr, "talchaos:", result.ScrubKeyMaterial(ee.err.Error()))
 		}
 
 		return ee.code
 	}
 
 	// cobra's own errors: unknown command or flag, wrong arguments.
-	fmt.Fprintln(os.Stderr, "talchaos:", err)
+	fmt.Fprintln(os.Stderr, "talchaos:", result.ScrubKeyMaterial(err.Error()))
 
 	return exitInput
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/talchaos/talchaos/harness/result/secretscan"
 	"github.com/talchaos/talchaos/sim"
 )
 
@@ -107,40 +108,29 @@ func TestRealTargetRefusesDestructiveFaults(t *testing.T) {
 	}
 }
 
-// noKeyMaterial scans output and every report file for the cluster's keys.
+// noKeyMaterial scans output and every report file for the cluster's
+// secrets (every key, token and secret of its bundle and its talosconfig's key,
+// base64 and decoded) and for any PEM private key.
 func noKeyMaterial(t *testing.T, cluster *sim.Cluster, out string, reportDirs ...string) {
 	t.Helper()
 
-	b := cluster.Bundle()
-	secrets := []string{"PRIVATE KEY", string(b.Certs.OS.Key), string(b.Certs.Etcd.Key), b.Secrets.BootstrapToken, b.TrustdInfo.Token, b.Cluster.Secret}
-
-	for _, c := range cluster.Talosconfig().Contexts {
-		secrets = append(secrets, c.Key)
+	secrets, err := secretscan.Values(cluster.Bundle(), cluster.Talosconfig())
+	if err != nil {
+		t.Fatal(err)
 	}
 
-	texts := map[string]string{"output": out}
+	secrets = append(secrets, secretscan.Secret{Name: "a PEM private key", Value: "PRIVATE KEY"})
 
-	for _, d := range reportDirs {
-		entries, err := os.ReadDir(d)
-		if err != nil {
-			t.Fatal(err)
-		}
-
-		for _, e := range entries {
-			data, err := os.ReadFile(filepath.Join(d, e.Name()))
-			if err != nil {
-				t.Fatal(err)
-			}
-
-			texts[filepath.Join(d, e.Name())] = string(data)
-		}
+	texts, err := secretscan.Files(reportDirs...)
+	if err != nil {
+		t.Fatal(err)
 	}
+
+	texts["output"] = out
 
 	for where, text := range texts {
-		for _, s := range secrets {
-			if s != "" && strings.Contains(text, s) {
-				t.Errorf("%s contains key material (%.12s...)", where, s)
-			}
+		for _, hit := range secretscan.Find(where, text, secrets) {
+			t.Error(hit)
 		}
 	}
 }

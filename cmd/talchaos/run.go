@@ -8,13 +8,11 @@ import (
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/talchaos/talchaos/harness"
 	"github.com/talchaos/talchaos/harness/chaos"
-	"github.com/talchaos/talchaos/harness/eventlog"
 	"github.com/talchaos/talchaos/harness/orchestrator"
 	"github.com/talchaos/talchaos/harness/real"
 	"github.com/talchaos/talchaos/harness/result"
@@ -95,9 +93,8 @@ func replayCommand(arg string, opts runOptions, seed int64) string {
 }
 
 // targetFor builds the target of a run. A real target's inventory is loaded
-// and checked here, and against the scenario by the run's plan, before
-// anything starts: its problems are bad input (exit 2), each naming file, line
-// and field.
+// and checked here, before anything starts: its problems are bad input (exit
+// 2), each naming file, line and field.
 func targetFor(opts runOptions) (target.Target, error) {
 	switch opts.target {
 	case "sim":
@@ -146,6 +143,14 @@ func runScenario(cmd *cobra.Command, arg string, opts runOptions) error {
 		tgt, err = targetFor(opts)
 	}
 
+	// The run checks it again in its plan; here it keeps a scenario the
+	// target cannot run from even announcing itself.
+	if err == nil {
+		if cerr := tgt.Check(sc); cerr != nil {
+			err = &harness.InputError{Err: cerr}
+		}
+	}
+
 	if err == nil && opts.plan {
 		return printPlan(out, sc, tgt, opts)
 	}
@@ -160,7 +165,7 @@ func runScenario(cmd *cobra.Command, arg string, opts runOptions) error {
 		Target:           tgt,
 		Seed:             opts.seed,
 		Replay:           res.Replay,
-		OnEvent:          progress(out, opts.verbose),
+		OnEvent:          reports.Progress(out, opts.verbose),
 		AllowDestructive: opts.allowDestructive,
 	})
 
@@ -264,15 +269,4 @@ func writeAndExit(out io.Writer, dir string, res *result.Result, code int, runEr
 	}
 
 	return &exitError{code: code, err: runErr}
-}
-
-// progress prints events as they happen; machined log lines only when verbose.
-func progress(w io.Writer, verbose bool) func(eventlog.Event) {
-	return func(e eventlog.Event) {
-		if strings.HasPrefix(e.Kind, "log.") && !verbose {
-			return
-		}
-
-		fmt.Fprintf(w, "%8s  %-5s %-24s %s\n", (time.Duration(e.TMs) * time.Millisecond).Truncate(time.Millisecond), e.Node, e.Kind, e.Msg)
-	}
 }

@@ -12,12 +12,15 @@ import (
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/talchaos/talchaos/harness"
 	"github.com/talchaos/talchaos/harness/chaos"
 	"github.com/talchaos/talchaos/harness/eventlog"
 	"github.com/talchaos/talchaos/harness/orchestrator"
 	"github.com/talchaos/talchaos/harness/real"
+	"github.com/talchaos/talchaos/harness/result"
 	"github.com/talchaos/talchaos/harness/scenario"
 	"github.com/talchaos/talchaos/harness/target"
+	"github.com/talchaos/talchaos/reports"
 	"github.com/talchaos/talchaos/sim"
 )
 
@@ -153,8 +156,11 @@ func runUp(cmd *cobra.Command, opts upOptions) error {
 
 	defer cluster.Close() //nolint:errcheck
 
+	scrubber := &result.Scrubber{}
+	scrubber.Add(harness.SecretsOf(cluster)...)
+
 	if err := writeUpFiles(dir, cluster); err != nil {
-		return &exitError{code: exitHarness, err: err}
+		return &exitError{code: exitHarness, err: scrubber.ScrubError(err)}
 	}
 
 	printUp(out, dir, cluster)
@@ -163,7 +169,8 @@ func runUp(cmd *cobra.Command, opts upOptions) error {
 		fmt.Fprintln(out, "\nbootstrapping (resilient orchestrator)...")
 
 		log := eventlog.New()
-		log.OnEvent(progress(out, false))
+		log.SetScrubber(scrubber.Scrub)
+		log.OnEvent(reports.Progress(out, false))
 
 		env := &orchestrator.Env{
 			Nodes: cluster.Nodes(), Talosconfig: cluster.Talosconfig(), BootstrapNode: sc.Orchestrator.BootstrapNode, Log: log, Scale: sc.TimeScale,
@@ -171,7 +178,7 @@ func runUp(cmd *cobra.Command, opts upOptions) error {
 		}
 
 		if err := (&orchestrator.Resilient{}).Run(cmd.Context(), env); err != nil && cmd.Context().Err() == nil {
-			fmt.Fprintf(out, "bootstrap failed: %s\n", err)
+			fmt.Fprintf(out, "bootstrap failed: %s\n", scrubber.Scrub(err.Error()))
 		}
 	}
 

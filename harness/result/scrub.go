@@ -1,7 +1,11 @@
 package result
 
 import (
+	"cmp"
+	"encoding/base64"
+	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -9,39 +13,96 @@ import (
 // Redacted replaces secrets in reports and output.
 const Redacted = "[redacted]"
 
+// minSecret is the shortest value Add registers: anything shorter would
+// redact ordinary words. Talos's shortest secrets (bootstrap and trustd
+// tokens, 23 characters; their 16-character secret part) are well above it.
+const minSecret = 8
+
 var (
 	pemBlock = regexp.MustCompile(`-----BEGIN [A-Z0-9 ]+-----[\s\S]*?-----END [A-Z0-9 ]+-----`)
 	// Keys and certificates inside Talos configs and talosconfigs are long
 	// base64 runs; no log line or error talchaos reports needs one.
 	longBase64 = regexp.MustCompile(`[A-Za-z0-9+/]{80,}={0,2}`)
+	// tokenShape is a Talos bootstrap or trustd token: id.secret.
+	tokenShape = regexp.MustCompile(`^[a-z0-9]{6}\.([a-z0-9]{16})$`)
 )
 
-// Scrubber removes key material and known secrets from text.
+// Scrubber removes key material and known secrets from text. It is the one
+// place talchaos redacts: every text it prints or stores passes through one.
+// The zero value is ready to use; a nil *Scrubber removes only what looks like
+// key material (PEM blocks, long base64 runs).
 type Scrubber struct {
-	mu    sync.Mutex
-	known []string
+	mu       sync.Mutex
+	known    map[string]struct{}
+	replacer *strings.Replacer // of known, longest first; nil when stale
 }
 
-// Add registers secrets (tokens, keys) to remove wherever they appear.
+// Add registers secrets (tokens, keys, passwords) to remove wherever they
+// appear, in every form they are printed in: a PEM key also as its base64
+// encoding (how configs and talosconfigs carry it) and line by line (a command
+// printing it decoded gives one event per line); a base64-encoded PEM also
+// decoded; a token also by its secret part. Values shorter than 8 characters
+// are ignored.
 func (s *Scrubber) Add(secrets ...string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 
+	if s.known == nil {
+		s.known = map[string]struct{}{}
+	}
+
 	for _, v := range secrets {
-		if len(v) >= 8 {
-			s.known = append(s.known, v)
+		for _, form := range forms(v) {
+			if len(form) >= minSecret {
+				if _, dup := s.known[form]; !dup {
+					s.known[form] = struct{}{}
+					s.replacer = nil
+				}
+			}
 		}
 	}
 }
 
-// Scrub returns text without PEM blocks, long base64 runs or known secrets.
+// forms lists the ways a secret can show up in text.
+func forms(v string) []string {
+	out := []string{v}
+
+	if m := tokenShape.FindStringSubmatch(v); m != nil {
+		out = append(out, m[1])
+	}
+
+	if strings.Contains(v, "-----BEGIN ") {
+		return append(out, pemForms(v)...)
+	}
+
+	if decoded, err := base64.StdEncoding.DecodeString(strings.TrimSpace(v)); err == nil && strings.Contains(string(decoded), "-----BEGIN ") {
+		out = append(out, pemForms(string(decoded))...)
+	}
+
+	return out
+}
+
+// pemForms is a PEM text without surrounding space, its base64 encoding and its
+// base64 body lines.
+func pemForms(pem string) []string {
+	out := []string{strings.TrimSpace(pem), base64.StdEncoding.EncodeToString([]byte(pem))}
+
+	for line := range strings.Lines(pem) {
+		line = strings.TrimSpace(line)
+		if line != "" && !strings.HasPrefix(line, "-----") && !strings.Contains(line, ":") {
+			out = append(out, line)
+		}
+	}
+
+	return out
+}
+
+// Scrub returns text without known secrets, PEM blocks or long base64 runs.
 func (s *Scrubber) Scrub(text string) string {
 	if s != nil {
-		s.mu.Lock()
-		for _, k := range s.known {
-			text = strings.ReplaceAll(text, k, Redacted)
+		if r := s.knownReplacer(); r != nil {
+			text = r.Replace(text)
 		}
-		s.mu.Unlock()
 	}
 
 	text = pemBlock.ReplaceAllString(text, Redacted)
@@ -49,30 +110,94 @@ func (s *Scrubber) Scrub(text string) string {
 	return longBase64.ReplaceAllString(text, Redacted)
 }
 
-// ScrubResult scrubs every free-text field of a result in place.
+// ScrubKeyMaterial removes what looks like key material (PEM blocks, long
+// base64 runs) from text where no secret is known, as a last line of defence.
+func ScrubKeyMaterial(text string) string { return (*Scrubber)(nil).Scrub(text) }
+
+// knownReplacer replaces every known secret, trying longer ones first so that
+// a secret containing another one goes whole.
+func (s *Scrubber) knownReplacer() *strings.Replacer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+
+	if s.replacer == nil && len(s.known) > 0 {
+		keys := make([]string, 0, len(s.known))
+		for k := range s.known {
+			keys = append(keys, k)
+		}
+
+		slices.SortFunc(keys, func(a, b string) int {
+			return cmp.Or(cmp.Compare(len(b), len(a)), strings.Compare(a, b))
+		})
+
+		pairs := make([]string, 0, 2*len(keys))
+		for _, k := range keys {
+			pairs = append(pairs, k, Redacted)
+		}
+
+		s.replacer = strings.NewReplacer(pairs...)
+	}
+
+	return s.replacer
+}
+
+// ScrubError returns err with its message scrubbed; errors.Is and errors.As
+// still see the original chain. A nil or clean err is returned as it is.
+func (s *Scrubber) ScrubError(err error) error {
+	if err == nil {
+		return nil
+	}
+
+	msg := err.Error()
+	if clean := s.Scrub(msg); clean != msg {
+		return &scrubbedError{msg: clean, err: err}
+	}
+
+	return err
+}
+
+type scrubbedError struct {
+	msg string
+	err error
+}
+
+func (e *scrubbedError) Error() string { return e.msg }
+func (e *scrubbedError) Unwrap() error { return e.err }
+
+// ScrubResult scrubs every string of a result in place: free text (errors,
+// event messages, evidence) and, so that no field added later is forgotten,
+// every other string too.
 func (s *Scrubber) ScrubResult(r *Result) {
-	r.Error = s.Scrub(r.Error)
-	r.Replay = s.Scrub(r.Replay)
-
-	for i := range r.Events {
-		r.Events[i].Msg = s.Scrub(r.Events[i].Msg)
+	if r != nil {
+		s.scrubValue(reflect.ValueOf(r).Elem())
 	}
+}
 
-	for i := range r.Diagnoses {
-		r.Diagnoses[i].Message = s.Scrub(r.Diagnoses[i].Message)
-		r.Diagnoses[i].Evidence = s.Scrub(r.Diagnoses[i].Evidence)
-	}
-
-	for i := range r.Faults {
-		r.Faults[i].Error = s.Scrub(r.Faults[i].Error)
-	}
-
-	for i := range r.Checks {
-		r.Checks[i].Actual = s.Scrub(r.Checks[i].Actual)
-	}
-
-	for i := range r.Outcome.Nodes {
-		r.Outcome.Nodes[i].APIError = s.Scrub(r.Outcome.Nodes[i].APIError)
-		r.Outcome.Nodes[i].EtcdMessage = s.Scrub(r.Outcome.Nodes[i].EtcdMessage)
+func (s *Scrubber) scrubValue(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.String:
+		if v.CanSet() {
+			v.SetString(s.Scrub(v.String()))
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			s.scrubValue(v.Field(i))
+		}
+	case reflect.Slice, reflect.Array:
+		for i := range v.Len() {
+			s.scrubValue(v.Index(i))
+		}
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			s.scrubValue(v.Elem())
+		}
+	case reflect.Map:
+		for _, k := range v.MapKeys() {
+			e := reflect.New(v.Type().Elem()).Elem()
+			e.Set(v.MapIndex(k))
+			s.scrubValue(e)
+			v.SetMapIndex(k, e)
+		}
+	default:
 	}
 }
