@@ -124,6 +124,8 @@ func runScenario(cmd *cobra.Command, arg string, opts runOptions) error {
 		return writeAndExit(out, opts.reportDir, withError(res, err), exitInput, err)
 	}
 
+	reapLeftovers(cmd.ErrOrStderr())
+
 	fmt.Fprintf(out, "talchaos: running %s on %s (seed %d, talos %s, time scale %g)\n", sc.Name, tgt.Name(), opts.seed, sc.Talos, sc.TimeScale)
 
 	res, err = harness.Run(cmd.Context(), sc, harness.Options{
@@ -132,6 +134,11 @@ func runScenario(cmd *cobra.Command, arg string, opts runOptions) error {
 		Replay:  res.Replay,
 		OnEvent: progress(out, opts.verbose),
 	})
+
+	if ierr := interruptedRun(cmd.Context(), err); ierr != err { //nolint:errorlint // identity: was it replaced
+		err = ierr
+		res.Error = err.Error()
+	}
 
 	code := exitPass
 
