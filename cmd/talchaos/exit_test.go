@@ -143,6 +143,56 @@ func TestExitsAreClean(t *testing.T) {
 		assertNothingLeft(t, tmp, killed)
 	})
 
+	// hunt: an interrupted seed is reported as interrupted, neither passed nor
+	// failed; replay is a run like any other.
+	t.Run("hunt and replay/SIGINT, SIGTERM", func(t *testing.T) {
+		tmp := privateTmp(t)
+		reports := t.TempDir()
+		flag := filepath.Join(t.TempDir(), "second")
+		// The first seed passes at once; every later run sleeps until stopped.
+		scenario := execScenario(t, fmt.Sprintf(`if [ -e %[1]s ]; then sleep 600 & echo "started $$ $!"; sleep 600; else touch %[1]s; fi`, flag))
+
+		hunt := startCLI(t, bin, tmp, "hunt", scenario, "--seeds", "1-3", "--report-dir", reports)
+		hunt.waitFor(t, regexp.MustCompile(`^seed 1\s+PASS`))
+		waitForGlob(t, filepath.Join(tmp, "talchaos-exec-*")) // seed 2's command runs
+
+		run := runIDIn(t, tmp)
+
+		hunt.signal(os.Interrupt)
+		hunt.wait(t, exitHarness)
+
+		if r := readReport(t, filepath.Join(reports, "seed-2", "report.json")); r.Verdict != result.Error || r.Error != "interrupted by SIGINT" {
+			t.Errorf("seed 2 report verdict %q error %q", r.Verdict, r.Error)
+		}
+
+		if _, err := os.Stat(filepath.Join(reports, "seed-3")); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("seed 3 ran after the interrupt: %v", err)
+		}
+
+		out := hunt.stdout.String()
+		if !strings.Contains(out, "expectations held for 1 of 1 seeds") || strings.Contains(out, "failing seeds") {
+			t.Errorf("hunt summary counts the interrupted seed:\n%s", out)
+		}
+
+		assertNothingLeft(t, tmp, run)
+
+		replayDir := filepath.Join(t.TempDir(), "replay")
+
+		replay := startCLI(t, bin, tmp, "replay", filepath.Join(reports, "seed-1"), "--report-dir", replayDir)
+		replay.waitFor(t, execStarted)
+
+		run = runIDIn(t, tmp)
+
+		replay.signal(syscall.SIGTERM)
+		replay.wait(t, exitHarness)
+
+		if r := readReport(t, filepath.Join(replayDir, "report.json")); r.Verdict != result.Error || r.Error != "interrupted by SIGTERM" || r.Seed != 1 {
+			t.Errorf("replay report verdict %q error %q seed %d", r.Verdict, r.Error, r.Seed)
+		}
+
+		assertNothingLeft(t, tmp, run)
+	})
+
 	t.Run("up/--dir NEW is removed", func(t *testing.T) {
 		tmp := privateTmp(t)
 		parent := t.TempDir()
@@ -552,6 +602,25 @@ func waitGone(t *testing.T, pid int, what string) {
 			t.Errorf("%s (pid %d) still runs", what, pid)
 
 			return
+		}
+
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitForGlob waits until something matches the pattern.
+func waitForGlob(t *testing.T, pattern string) {
+	t.Helper()
+
+	deadline := time.Now().Add(90 * time.Second)
+
+	for {
+		if m, _ := filepath.Glob(pattern); len(m) > 0 { //nolint:errcheck
+			return
+		}
+
+		if time.Now().After(deadline) {
+			t.Fatalf("nothing matches %s after 90s", pattern)
 		}
 
 		time.Sleep(20 * time.Millisecond)
