@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -660,5 +661,44 @@ func assertPortsFree(t *testing.T, addrs []string) {
 
 			l.Close() //nolint:errcheck
 		}
+	}
+}
+
+// A write to a closed stdout interrupts the command once, naming the cause,
+// and every later write is dropped without an error.
+func TestStdoutWriterInterruptsOnEPIPE(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close() //nolint:errcheck
+
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+
+	out := &stdoutWriter{w: w, cancel: cancel}
+
+	if n, err := out.Write([]byte("first\n")); n != 6 || err != nil || ctx.Err() != nil {
+		t.Fatalf("write to an open pipe: %d, %v (ctx %v)", n, err, ctx.Err())
+	}
+
+	r.Close() //nolint:errcheck
+
+	for range 2 {
+		if n, err := out.Write([]byte("lost\n")); n != 5 || err != nil {
+			t.Errorf("write to a closed pipe: %d, %v; want it dropped", n, err)
+		}
+	}
+
+	if got := interruptedRun(ctx, fmt.Errorf("interrupted: %w", context.Canceled)); ctx.Err() == nil || got == nil || got.Error() != "interrupted by a closed stdout (EPIPE)" {
+		t.Errorf("ctx %v, run error %v", ctx.Err(), got)
+	}
+
+	if got := interruptedRun(ctx, errors.New("observer: gone")); got == nil || got.Error() != "interrupted by a closed stdout (EPIPE) (observer: gone)" {
+		t.Errorf("run error %v", got)
+	}
+
+	if got := interruptedRun(context.Background(), errors.New("x")); got == nil || got.Error() != "x" {
+		t.Errorf("an uninterrupted run's error became %v", got)
 	}
 }
