@@ -38,6 +38,7 @@ import (
 
 	"github.com/talchaos/talchaos/fakes/talosapi"
 	"github.com/talchaos/talchaos/harness/scenario"
+	"github.com/talchaos/talchaos/harness/scratch"
 	"github.com/talchaos/talchaos/harness/target"
 )
 
@@ -101,7 +102,9 @@ func NewCluster(ctx context.Context, sc *scenario.Scenario, seed int64) (_ *Clus
 		return nil, err
 	}
 
-	if c.dir, err = os.MkdirTemp("", "talchaos-sim-"); err != nil {
+	// Marked as this run's (0700: it holds the cluster's keys), so that a run
+	// started after this one was killed removes it.
+	if c.dir, err = scratch.MkdirTemp("talchaos-sim-"); err != nil {
 		return nil, err
 	}
 

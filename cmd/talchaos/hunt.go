@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -93,12 +94,19 @@ func runHunt(cmd *cobra.Command, arg string, opts huntOptions) error {
 		return &exitError{code: exitInput, err: err}
 	}
 
-	var failed []string
+	reapLeftovers(cmd.ErrOrStderr())
+
+	var (
+		failed []string
+		stop   error // the interruption that ended the hunt
+	)
 
 	passed := 0
 
 	for _, seed := range seeds {
-		if cmd.Context().Err() != nil {
+		if err := cmd.Context().Err(); err != nil {
+			stop = interruptedRun(cmd.Context(), err)
+
 			break
 		}
 
@@ -110,12 +118,24 @@ func runHunt(cmd *cobra.Command, arg string, opts huntOptions) error {
 			return &exitError{code: exitInput, err: err}
 		}
 
+		if ierr := interruptedRun(cmd.Context(), err); ierr != err { //nolint:errorlint // identity: was it replaced
+			stop = ierr
+			res.Error = ierr.Error()
+		}
+
 		dir := filepath.Join(opts.reportDir, fmt.Sprintf("seed-%d", seed))
 		if _, werr := reports.Write(dir, res); werr != nil {
 			return &exitError{code: exitHarness, err: werr}
 		}
 
 		line := fmt.Sprintf("seed %-4d %-5s %6.1fs", seed, strings.ToUpper(res.Verdict), float64(res.DurationMs)/1000)
+		if stop != nil {
+			// An interrupted seed is neither a pass nor a failure.
+			fmt.Fprintln(out, line+"  "+res.Error)
+
+			break
+		}
+
 		if res.Verdict == result.Pass {
 			passed++
 		} else {
@@ -128,7 +148,11 @@ func runHunt(cmd *cobra.Command, arg string, opts huntOptions) error {
 
 	ran := passed + len(failed)
 	if ran == 0 {
-		return &exitError{code: exitHarness, err: fmt.Errorf("interrupted before the first seed finished")}
+		if stop == nil {
+			stop = errors.New("interrupted")
+		}
+
+		return &exitError{code: exitHarness, err: fmt.Errorf("%w before the first seed finished", stop)}
 	}
 
 	fmt.Fprintf(out, "\n%s: expectations held for %d of %d seeds (%.0f%%); reports in %s\n", sc.Name, passed, ran, 100*float64(passed)/float64(ran), opts.reportDir)
@@ -136,7 +160,13 @@ func runHunt(cmd *cobra.Command, arg string, opts huntOptions) error {
 	if len(failed) > 0 {
 		first, _ := strconv.ParseInt(failed[0], 10, 64) //nolint:errcheck // formatted from an int64 above
 		fmt.Fprintf(out, "failing seeds: %s\nreproduce: %s\n", strings.Join(failed, " "), replayCommand(arg, opts.runOptions, first))
+	}
 
+	if stop != nil {
+		return &exitError{code: exitHarness, err: stop}
+	}
+
+	if len(failed) > 0 {
 		return &exitError{code: exitFail}
 	}
 

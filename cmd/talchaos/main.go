@@ -6,13 +6,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
+	"strconv"
+	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
 	"github.com/talchaos/talchaos/harness/result"
+	"github.com/talchaos/talchaos/harness/scratch"
 )
 
 // Exit codes (DESIGN.md).
@@ -40,16 +45,132 @@ func (e *exitError) Error() string {
 func (e *exitError) Unwrap() error { return e.err }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	ctx, stop := notifyInterrupts(context.Background())
+	code := execute(ctx, os.Args[1:])
 
-	os.Exit(execute(ctx, os.Args[1:]))
+	stop()
+	os.Exit(code)
+}
+
+// interrupted is why a command was cut short: a signal, or a closed stdout.
+// It is the cause of the command's context, and what an interrupted run
+// reports as its error.
+type interrupted struct{ by string }
+
+func (e *interrupted) Error() string { return "interrupted by " + e.by }
+
+var signalNames = map[os.Signal]string{os.Interrupt: "SIGINT", syscall.SIGTERM: "SIGTERM", syscall.SIGHUP: "SIGHUP"}
+
+// notifyInterrupts returns a context that SIGINT, SIGTERM and SIGHUP cancel,
+// with an *interrupted cause naming the signal. Later signals do not end the
+// process: it is stopping nodes and removing temp dirs, which a second Ctrl-C
+// should not cut short (a SIGKILL leaves them to the next run's reap).
+//
+// SIGPIPE is notified too, never acted on: then a write to a closed stdout
+// fails with EPIPE instead of killing the process (the Go runtime's default),
+// and the stdout writer turns that into an interruption. It is not ignored:
+// an ignored disposition would be inherited by the exec orchestrator's
+// command. A SIGPIPE from any other descriptor (a connection the chaos reset)
+// means nothing.
+func notifyInterrupts(parent context.Context) (context.Context, func()) {
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+
+	ctx, cancel := context.WithCancelCause(parent)
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+
+	go func() {
+		first := true
+
+		for s := range sigs {
+			if first {
+				cancel(&interrupted{by: signalNames[s]})
+				first = false
+
+				continue
+			}
+
+			fmt.Fprintf(os.Stderr, "talchaos: %s: still stopping the nodes and removing temp files\n", signalNames[s])
+		}
+	}()
+
+	return ctx, func() {
+		signal.Stop(sigs)
+		close(sigs)
+		cancel(nil)
+	}
+}
+
+// stdoutWriter is the commands' stdout. Once a write fails with EPIPE (the
+// reader is gone: `talchaos run ... | head -1`) it interrupts the command, so
+// that the run still ends with its report and its cleanup, and drops every
+// later write.
+type stdoutWriter struct {
+	w      io.Writer
+	cancel context.CancelCauseFunc
+	broken atomic.Bool
+}
+
+func (s *stdoutWriter) Write(p []byte) (int, error) {
+	if s.broken.Load() {
+		return len(p), nil
+	}
+
+	n, err := s.w.Write(p)
+	if errors.Is(err, syscall.EPIPE) {
+		s.broken.Store(true)
+		s.cancel(&interrupted{by: "a closed stdout (EPIPE)"})
+
+		return len(p), nil
+	}
+
+	return n, err
+}
+
+// interruptedRun is the error of a run that ended because the command was
+// interrupted: the interruption (what the user did), with the run's own error
+// when that says more than "cancelled". Any other error is returned as is.
+func interruptedRun(ctx context.Context, err error) error {
+	var in *interrupted
+	if err == nil || ctx.Err() == nil || !errors.As(context.Cause(ctx), &in) {
+		return err
+	}
+
+	if errors.Is(err, context.Canceled) {
+		return in
+	}
+
+	return fmt.Errorf("%w (%w)", in, err)
+}
+
+// reapLeftovers removes what killed talchaos runs left behind (package
+// scratch): their temp dirs and the processes they started. It only reads
+// os.TempDir() unless there is something to remove.
+func reapLeftovers(stderr io.Writer) {
+	r, err := scratch.Reap()
+	if !r.Empty() {
+		owners := make([]string, len(r.Owners))
+		for i, pid := range r.Owners {
+			owners[i] = strconv.Itoa(pid)
+		}
+
+		fmt.Fprintf(stderr, "talchaos: removed %d temp dir(s) and killed %d process(es) left by killed talchaos run(s) (pid %s)\n",
+			len(r.Dirs), len(r.Procs), strings.Join(owners, ", "))
+	}
+
+	if err != nil {
+		fmt.Fprintln(stderr, "talchaos: cleaning up after killed runs:", err)
+	}
 }
 
 // execute runs the CLI and returns the process exit code.
 func execute(ctx context.Context, args []string) int {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+
 	root := newRoot()
 	root.SetArgs(args)
+	root.SetOut(&stdoutWriter{w: os.Stdout, cancel: cancel})
 
 	err := root.ExecuteContext(ctx)
 	if err == nil {

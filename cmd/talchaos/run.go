@@ -159,6 +159,8 @@ func runScenario(cmd *cobra.Command, arg string, opts runOptions) error {
 		return writeAndExit(out, opts.reportDir, withError(res, err), exitInput, err)
 	}
 
+	reapLeftovers(cmd.ErrOrStderr())
+
 	fmt.Fprintf(out, "talchaos: running %s on %s (seed %d, talos %s, %s)\n", sc.Name, tgt.Name(), opts.seed, sc.Talos, harness.ScaleNote(sc, tgt))
 
 	res, err = harness.Run(cmd.Context(), sc, harness.Options{
@@ -168,6 +170,11 @@ func runScenario(cmd *cobra.Command, arg string, opts runOptions) error {
 		OnEvent:          reports.Progress(out, opts.verbose),
 		AllowDestructive: opts.allowDestructive,
 	})
+
+	if ierr := interruptedRun(cmd.Context(), err); ierr != err { //nolint:errorlint // identity: was it replaced
+		err = ierr
+		res.Error = err.Error()
+	}
 
 	code := exitPass
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"github.com/talchaos/talchaos/harness/real"
 	"github.com/talchaos/talchaos/harness/result"
 	"github.com/talchaos/talchaos/harness/scenario"
+	"github.com/talchaos/talchaos/harness/scratch"
 	"github.com/talchaos/talchaos/harness/target"
 	"github.com/talchaos/talchaos/reports"
 	"github.com/talchaos/talchaos/sim"
@@ -47,14 +49,19 @@ at them. The nodes start in maintenance mode unless --bootstrap is given.
 
 Written to the directory: talosconfig (endpoints set, first control plane as the
 default node), one machine config per node (<node>.yaml) and inventory.yaml for
-'talchaos run --target=real --inventory'. Ctrl-C stops every node and removes the
-directory if talchaos created it.`,
+'talchaos run --target=real --inventory'. These hold the cluster's keys.
+
+Ctrl-C (or SIGTERM, SIGHUP) stops every node and cleans up: a directory talchaos
+created (the default temp dir, or a --dir that did not exist) is removed with
+everything in it; an existing --dir keeps its other files and loses only the
+files talchaos wrote, which it never overwrites (if one is already there, up
+refuses to start).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runUp(cmd, opts) },
 	}
 
 	cmd.Flags().StringVar(&opts.from, "from", "", "take the cluster (nodes, Talos profile, time scale) from this scenario, file or built-in name")
-	cmd.Flags().StringVar(&opts.dir, "dir", "", "directory for talosconfig, machine configs and inventory (default: a new temp dir, removed on exit)")
+	cmd.Flags().StringVar(&opts.dir, "dir", "", "directory for talosconfig, machine configs and inventory; removed on exit if up creates it, else only those files are (default: a new temp dir)")
 	cmd.Flags().IntVar(&opts.controlPlanes, "control-planes", 3, "number of control-plane nodes")
 	cmd.Flags().IntVar(&opts.workers, "workers", 0, "number of worker nodes")
 	cmd.Flags().StringVar(&opts.talos, "talos", scenario.DefaultProfile, "Talos behaviour profile: "+strings.Join(scenario.Profiles, ", "))
@@ -142,12 +149,14 @@ func runUp(cmd *cobra.Command, opts upOptions) error {
 		return &exitError{code: exitInput, err: err}
 	}
 
-	dir, cleanup, err := upDir(opts.dir)
+	reapLeftovers(cmd.ErrOrStderr())
+
+	dir, err := openUpDir(opts.dir, sc.Cluster.NodeNames())
 	if err != nil {
-		return &exitError{code: exitHarness, err: err}
+		return err
 	}
 
-	defer cleanup()
+	defer dir.cleanup()
 
 	cluster, err := sim.NewCluster(cmd.Context(), sc, opts.seed)
 	if err != nil {
@@ -159,11 +168,11 @@ func runUp(cmd *cobra.Command, opts upOptions) error {
 	scrubber := &result.Scrubber{}
 	scrubber.Add(harness.SecretsOf(cluster)...)
 
-	if err := writeUpFiles(dir, cluster); err != nil {
+	if err := writeUpFilesWith(dir.write, cluster); err != nil {
 		return &exitError{code: exitHarness, err: scrubber.ScrubError(err)}
 	}
 
-	printUp(out, dir, cluster)
+	printUp(out, dir.path, cluster)
 
 	if opts.bootstrap {
 		fmt.Fprintln(out, "\nbootstrapping (resilient orchestrator)...")
@@ -189,27 +198,137 @@ func runUp(cmd *cobra.Command, opts upOptions) error {
 	return nil
 }
 
-// upDir returns the directory to write into and how to clean it up: a temp
-// dir is removed, a user's dir keeps everything but what talchaos wrote.
-func upDir(dir string) (string, func(), error) {
+// upDir is where up writes its files, and what it removes on exit.
+type upDir struct {
+	path string
+	// remove is the directory up created (the temp dir, or the topmost
+	// directory it made for --dir), removed with everything in it; empty when
+	// --dir existed.
+	remove string
+	// written are the files up wrote, removed when --dir existed.
+	written []string
+}
+
+// openUpDir makes or checks the directory: a marked temp dir by default;
+// --dir is created if missing (and then removed on exit), and when it exists
+// none of the files up would write may be there already.
+func openUpDir(dir string, nodes []string) (*upDir, error) {
 	if dir == "" {
-		tmp, err := os.MkdirTemp("", "talchaos-up-")
+		tmp, err := scratch.MkdirTemp("talchaos-up-")
 		if err != nil {
-			return "", nil, err
+			return nil, &exitError{code: exitHarness, err: err}
 		}
 
-		return tmp, func() { os.RemoveAll(tmp) }, nil //nolint:errcheck
+		return &upDir{path: tmp, remove: tmp}, nil
+	}
+
+	created, err := firstMissing(dir)
+	if err != nil {
+		return nil, &exitError{code: exitInput, err: fmt.Errorf("--dir: %w", err)}
+	}
+
+	names := []string{"talosconfig", "inventory.yaml"}
+	for _, n := range nodes {
+		names = append(names, n+".yaml")
+	}
+
+	for _, name := range names {
+		path := filepath.Join(dir, name)
+
+		_, err := os.Lstat(path)
+		if err == nil {
+			return nil, &exitError{code: exitInput, err: fmt.Errorf("%s already exists: up writes talosconfig, <node>.yaml and inventory.yaml into --dir and removes them on exit; remove it or choose another --dir", path)}
+		}
+
+		if !errors.Is(err, fs.ErrNotExist) {
+			return nil, &exitError{code: exitInput, err: fmt.Errorf("--dir: %w", err)}
+		}
 	}
 
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", nil, err
+		return nil, &exitError{code: exitInput, err: fmt.Errorf("--dir: %w", err)}
 	}
 
-	return dir, func() {}, nil
+	return &upDir{path: dir, remove: created}, nil
 }
 
-// writeUpFiles writes the talosconfig, the machine configs and an inventory.
+// firstMissing is the topmost directory of dir's path that does not exist
+// yet: what MkdirAll creates. Empty when dir exists.
+func firstMissing(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+
+	missing := ""
+
+	for p := abs; ; p = filepath.Dir(p) {
+		_, err := os.Lstat(p)
+		if err == nil {
+			return missing, nil
+		}
+
+		if !errors.Is(err, fs.ErrNotExist) {
+			return "", err
+		}
+
+		missing = p
+
+		if filepath.Dir(p) == p {
+			return missing, nil
+		}
+	}
+}
+
+// cleanup removes the directory up created, or else the files it wrote.
+func (d *upDir) cleanup() {
+	if d.remove != "" {
+		os.RemoveAll(d.remove) //nolint:errcheck
+
+		return
+	}
+
+	for _, path := range d.written {
+		os.Remove(path) //nolint:errcheck
+	}
+}
+
+// write creates a new file in the directory and remembers it.
+func (d *upDir) write(name string, data []byte) error {
+	path := filepath.Join(d.path, name)
+
+	err := writeNew(path, data)
+	if !errors.Is(err, fs.ErrExist) {
+		d.written = append(d.written, path)
+	}
+
+	return err
+}
+
+// writeNew creates a new file (0600: these hold keys), never overwriting one.
+func writeNew(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+
+	if _, err := f.Write(data); err != nil {
+		f.Close() //nolint:errcheck
+
+		return err
+	}
+
+	return f.Close()
+}
+
+// writeUpFiles writes the talosconfig, the machine configs and an inventory
+// into dir, never overwriting a file.
 func writeUpFiles(dir string, cluster *sim.Cluster) error {
+	return writeUpFilesWith(func(name string, data []byte) error { return writeNew(filepath.Join(dir, name), data) }, cluster)
+}
+
+// writeUpFilesWith writes up's files with write(name, data).
+func writeUpFilesWith(write func(name string, data []byte) error, cluster *sim.Cluster) error {
 	cfg := cluster.Talosconfig()
 	ctxName := cfg.Context
 
@@ -225,7 +344,7 @@ func writeUpFiles(dir string, cluster *sim.Cluster) error {
 		}
 
 		name := n.Name + ".yaml"
-		if err := os.WriteFile(filepath.Join(dir, name), n.Config, 0o600); err != nil {
+		if err := write(name, n.Config); err != nil {
 			return err
 		}
 
@@ -242,7 +361,7 @@ func writeUpFiles(dir string, cluster *sim.Cluster) error {
 		return err
 	}
 
-	if err := os.WriteFile(filepath.Join(dir, "talosconfig"), data, 0o600); err != nil {
+	if err := write("talosconfig", data); err != nil {
 		return err
 	}
 
@@ -251,7 +370,7 @@ func writeUpFiles(dir string, cluster *sim.Cluster) error {
 		return err
 	}
 
-	return os.WriteFile(filepath.Join(dir, "inventory.yaml"), invData, 0o600)
+	return write("inventory.yaml", invData)
 }
 
 func printUp(out io.Writer, dir string, cluster *sim.Cluster) {

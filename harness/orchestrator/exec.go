@@ -9,12 +9,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/talchaos/talchaos/harness/scratch"
 	"github.com/talchaos/talchaos/harness/target"
 )
 
@@ -29,9 +31,14 @@ import (
 //	TALCHAOS_ENDPOINTS       every node's Talos API endpoint (host:port), in node order
 //	TALCHAOS_CONFIG_DIR      the directory holding <name>.yaml machine configs (0600)
 //	TALCHAOS_CONFIG_<NAME>   one node's machine config file (TALCHAOS_CONFIG_CP1)
+//	TALCHAOS_RUN_ID          the talchaos run, also recorded in its temp dirs' markers
 //
 // Its stdout and stderr go to the event log line by line ("orchestrator.exec").
-// When the context ends its whole process group is killed.
+// It dies with talchaos: when the context ends its whole process group is
+// killed, if talchaos itself is killed the kernel kills the command
+// (Pdeathsig), and what the command left running (a grandchild that outlives
+// it) carries TALCHAOS_RUN_ID, by which the next talchaos run finds and kills
+// it (package scratch).
 type Exec struct {
 	// Command is the program and its arguments; a program containing a slash
 	// is relative to talchaos's working directory, not to the temporary one.
@@ -61,7 +68,7 @@ func (e *Exec) Run(ctx context.Context, env *Env) error {
 		return fmt.Errorf("bootstrap command: %w", err)
 	}
 
-	dir, err := os.MkdirTemp("", "talchaos-exec-")
+	dir, err := scratch.MkdirTemp("talchaos-exec-")
 	if err != nil {
 		return err
 	}
@@ -150,7 +157,7 @@ func (e *Exec) prepare(env *Env, dir string) ([]string, error) {
 
 	var nodes, cps, workers, endpoints []string
 
-	vars := []string{"TALOSCONFIG=" + talosconfig, "TALCHAOS_CONFIG_DIR=" + configs}
+	vars := []string{"TALOSCONFIG=" + talosconfig, "TALCHAOS_CONFIG_DIR=" + configs, scratch.Env()}
 	seen := map[string]string{}
 
 	for _, n := range env.Nodes {
@@ -212,12 +219,15 @@ func (e *Exec) run(ctx context.Context, env *Env, program, dir string, vars []st
 	cmd.Env = append(os.Environ(), vars...)
 	cmd.Stdout = outW
 	cmd.Stderr = errW
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Its own group, killed as a whole; killed by the kernel if talchaos dies.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
 
 	env.step("exec bootstrap command: " + quoteArgs(e.Command))
 
-	err = cmd.Start()
+	started, waited := startLocked(cmd)
+
+	err = <-started
 	// The child holds its own copies; the readers see EOF once every process
 	// that inherited them is gone.
 	outW.Close() //nolint:errcheck
@@ -234,7 +244,7 @@ func (e *Exec) run(ctx context.Context, env *Env, program, dir string, vars []st
 	wg.Go(func() { streamLines(outR, "stdout: ", env) })
 	wg.Go(func() { streamLines(errR, "stderr: ", env) })
 
-	waitErr := cmd.Wait()
+	waitErr := <-waited
 
 	// The leader is reaped; whatever it left behind in its group goes too.
 	killGroup(cmd.Process.Pid) //nolint:errcheck
@@ -255,6 +265,30 @@ func (e *Exec) run(ctx context.Context, env *Env, program, dir string, vars []st
 	}
 
 	return e.result(ctx, env, cmd, waitErr)
+}
+
+// startLocked starts cmd and waits for it on one locked OS thread. Pdeathsig
+// fires when the thread that forked the child exits, not the process, and Go
+// retires idle threads: the forking thread must live until the child has been
+// waited for. started gets Start's error; waited, if it started, Wait's.
+func startLocked(cmd *exec.Cmd) (started, waited <-chan error) {
+	s, w := make(chan error, 1), make(chan error, 1)
+
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+
+		if err := cmd.Start(); err != nil {
+			s <- err
+
+			return
+		}
+
+		s <- nil
+		w <- cmd.Wait()
+	}()
+
+	return s, w
 }
 
 func (e *Exec) result(ctx context.Context, env *Env, cmd *exec.Cmd, waitErr error) error {

@@ -1,10 +1,13 @@
 package orchestrator
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -20,6 +23,7 @@ import (
 
 	"github.com/talchaos/talchaos/harness/eventlog"
 	"github.com/talchaos/talchaos/harness/scenario"
+	"github.com/talchaos/talchaos/harness/scratch"
 	"github.com/talchaos/talchaos/harness/target"
 	"github.com/talchaos/talchaos/sim"
 )
@@ -144,6 +148,7 @@ printf 'blank next\n\nno newline at the end'
 		"TALCHAOS_CONTROLPLANES=127.0.0.201 127.0.0.202",
 		"TALCHAOS_ENDPOINTS=127.0.0.201:1 127.0.0.202:1 127.0.0.203:1",
 		"TALCHAOS_NODES=cp1=127.0.0.201 cp2=127.0.0.202 w1=127.0.0.203",
+		"TALCHAOS_RUN_ID=" + scratch.RunID(),
 		"TALCHAOS_WORKERS=127.0.0.203",
 		"TALOSCONFIG=" + filepath.Join(dir, "talosconfig"),
 	}
@@ -394,6 +399,129 @@ func TestExecBackgroundChildIsCleanedUp(t *testing.T) {
 		}
 
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// The command dies with talchaos: a process running Exec is SIGKILLed (no
+// context to cancel, no cleanup) and the kernel kills the command. Its
+// background child survives that, carrying the run id, and the next run's reap
+// kills it and removes the command's temp dir.
+func TestExecCommandDiesWithTalchaos(t *testing.T) {
+	if os.Getenv("TALCHAOS_EXEC_HELPER") == "1" {
+		env := testEnv(t)
+		env.Log.OnEvent(func(e eventlog.Event) { fmt.Println(e.Msg) })
+
+		(&Exec{Command: []string{"/bin/sh", "-c", `sleep 600 & echo "command $$ $!"; wait`}}).Run(t.Context(), env) //nolint:errcheck
+
+		return
+	}
+
+	tmp := t.TempDir()
+
+	helper := exec.Command(os.Args[0], "-test.run=^TestExecCommandDiesWithTalchaos$", "-test.count=1")
+	helper.Env = append(os.Environ(), "TALCHAOS_EXEC_HELPER=1", "TMPDIR="+tmp)
+	helper.Stderr = os.Stderr
+
+	stdout, err := helper.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if err := helper.Start(); err != nil {
+		t.Fatal(err)
+	}
+
+	lines := make(chan string)
+
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+
+		close(lines)
+	}()
+
+	var command, child int
+
+	for command == 0 {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				helper.Wait() //nolint:errcheck
+				t.Fatal("the helper ended before its command reported its pid")
+			}
+
+			if pids, ok := strings.CutPrefix(l, "stdout: command "); ok {
+				a, b, _ := strings.Cut(pids, " ")
+				command, _ = strconv.Atoi(a)
+				child, _ = strconv.Atoi(b)
+			}
+		case <-time.After(30 * time.Second):
+			helper.Process.Kill() //nolint:errcheck
+			helper.Wait()         //nolint:errcheck
+			t.Fatal("the command never reported its pid")
+		}
+	}
+
+	// Whatever happens, the background child does not outlive the test.
+	childProc, err := os.FindProcess(child)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Cleanup(func() { childProc.Kill() }) //nolint:errcheck
+
+	if gone(command) || gone(child) {
+		t.Fatalf("command %d or its child %d is not running before talchaos is killed", command, child)
+	}
+
+	helper.Process.Kill() //nolint:errcheck
+
+	go func() {
+		for range lines { //nolint:revive // drain until the pipe closes
+		}
+	}()
+
+	helper.Wait() //nolint:errcheck
+
+	waitGone := func(pid int, what string) {
+		t.Helper()
+
+		deadline := time.Now().Add(10 * time.Second)
+		for !gone(pid) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s %d outlived the SIGKILLed talchaos", what, pid)
+			}
+
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+
+	waitGone(command, "command")
+
+	if gone(child) {
+		t.Fatalf("the background child %d died with talchaos: this test no longer shows the reap", child)
+	}
+
+	dirs, _ := filepath.Glob(filepath.Join(tmp, "talchaos-exec-*")) //nolint:errcheck
+	if len(dirs) != 1 {
+		t.Fatalf("exec dirs left by the killed run: %v, want one", dirs)
+	}
+
+	reaped, err := scratch.ReapIn(tmp)
+	if err != nil {
+		t.Fatalf("reap: %v", err)
+	}
+
+	if !slices.Equal(reaped.Dirs, dirs) || !slices.Equal(reaped.Procs, []int{child}) {
+		t.Errorf("reaped %+v, want dir %v and process %d", reaped, dirs, child)
+	}
+
+	waitGone(child, "background child")
+
+	if _, err := os.Stat(dirs[0]); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s is still there (%v)", dirs[0], err)
 	}
 }
 
