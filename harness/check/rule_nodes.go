@@ -10,6 +10,49 @@ import (
 	"github.com/talchaos/talchaos/harness/result"
 )
 
+// apiUnreachable: a node answers neither the talosconfig client nor the
+// insecure one: powered off, rebooting for good, or cut off from the network.
+// Nothing else can be learnt about it through the API.
+func apiUnreachable(ev *Evidence) []result.Diagnosis {
+	var out []result.Diagnosis
+
+	main := ev.Final.Main()
+
+	for _, n := range ev.Final.Ordered() {
+		if n.Mode != ModeDown {
+			continue
+		}
+
+		msg := n.Name + "'s Talos API does not answer"
+
+		if m, ok := main.Member(n.Name, n.Address); ok {
+			kind := "a voting member"
+			if m.IsLearner {
+				kind = "a learner"
+			}
+
+			msg += fmt.Sprintf("; it is etcd member %s, %s of a cluster with %d voter(s)", m.IDString(), kind, main.Voters())
+		}
+
+		at := ev.Now
+
+		// When the run saw it go down.
+		for _, e := range ev.Events {
+			if e.Node == n.Name && e.Kind == "node.mode" && strings.Contains(e.Msg, "→ "+ModeDown) {
+				at = msDuration(e.TMs)
+			}
+		}
+
+		if at < ev.Now {
+			msg += " (down since " + seconds(at) + ")"
+		}
+
+		out = append(out, diag("api-unreachable", n.Name, msg, n.APIError, at))
+	}
+
+	return out
+}
+
 // nodeInMaintenance: a node still answering the insecure maintenance API never
 // got a valid config; it waits forever (seeds 001, 003).
 func nodeInMaintenance(ev *Evidence) []result.Diagnosis {
