@@ -32,7 +32,8 @@ func tooManyLearners(ev *Evidence) []result.Diagnosis {
 
 	for _, n := range ev.controlPlanes() {
 		line, ok := ev.firstLine(n.Name, errTooManyLearners)
-		if !ok {
+		if !ok || len(main.Members) == 0 {
+			// Without a member list, whether it got in is unknown.
 			continue
 		}
 
