@@ -163,9 +163,17 @@ func (l learner) given(ev *Evidence) bool {
 func (l learner) runningFor(ev *Evidence) string {
 	var parts []string
 
-	if !l.started.IsZero() {
+	// A run has a timeline of its own (offsets from its start); the doctor
+	// has the nodes' clocks.
+	running := ev.Final.Wall.Sub(l.started)
+
+	switch {
+	case l.started.IsZero():
+	case l.seen:
+		parts = append(parts, "etcd service Running since "+seconds(ev.Now-running))
+	default:
 		parts = append(parts, fmt.Sprintf("etcd service Running since %s (%s of Talos time before this observation)",
-			l.started.UTC().Format(time.RFC3339), ev.talosTime(ev.Final.Wall.Sub(l.started))))
+			l.started.UTC().Format(time.RFC3339), ev.talosTime(running)))
 	}
 
 	if l.seen {
@@ -225,7 +233,7 @@ func learnerPromotionPending(ev *Evidence) []result.Diagnosis {
 			msg = fmt.Sprintf("member %s (%s) is still a learner, %s into its %s promote window: Talos may still promote it, and gives up in %s",
 				l.member.IDString(), l.member.Hostname, ev.talosTime(l.age), ev.talosTime(ev.PromoteWindow), ev.talosTime(ev.PromoteWindow-l.age))
 
-			if !l.started.IsZero() {
+			if !l.started.IsZero() && !l.seen {
 				msg += fmt.Sprintf(" (at %s by the node's clock)", l.started.Add(ev.PromoteWindow).UTC().Format(time.RFC3339))
 			}
 		case l.node == nil:

@@ -72,6 +72,8 @@ func TestLearnerPromotion(t *testing.T) {
 		// message and evidence must contain these
 		message, evidence []string
 		absent            string
+		// nowhere is what neither message nor evidence may contain
+		nowhere []string
 	}{
 		{
 			name:     "the promote loop gave up",
@@ -117,6 +119,16 @@ func TestLearnerPromotion(t *testing.T) {
 			absent:  "learner-not-promoted",
 		},
 		{
+			name: "a run speaks in offsets from its start, not the nodes' clocks",
+			ev: Evidence{Final: learnerCluster(false, 2*time.Second), Logs: logsOf("cp3", joinLine), Scale: 60,
+				LearnerSince: func(n string) (time.Duration, bool) { return 15 * time.Second, n == "cp3" }, Now: 20 * time.Second},
+			code:     "learner-promotion-pending",
+			node:     "cp3",
+			message:  []string{"5m0s into its 10m0s promote window", "gives up in 5m0s"},
+			evidence: []string{"etcd service Running since 18.0s, learner since 15.0s"},
+			nowhere:  []string{"2026", "clock"},
+		},
+		{
 			name:    "the doctor names nodes by address",
 			ev:      Evidence{Final: learnerCluster(true, 2*time.Second), Logs: logsOf(cp3, joinLine, promoteFailed), Scale: 60},
 			code:    "learner-not-promoted",
@@ -149,6 +161,12 @@ func TestLearnerPromotion(t *testing.T) {
 			for _, w := range tc.evidence {
 				if !strings.Contains(d.Evidence, w) {
 					t.Errorf("evidence %q does not contain %q", d.Evidence, w)
+				}
+			}
+
+			for _, w := range tc.nowhere {
+				if strings.Contains(d.Message+d.Evidence, w) {
+					t.Errorf("%q in %q / %q", w, d.Message, d.Evidence)
 				}
 			}
 
