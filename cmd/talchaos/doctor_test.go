@@ -315,3 +315,12 @@ func TestDoctorUnreachableNodeAndLearner(t *testing.T) {
 		}
 	})
 }
+
+func TestDoctorTimeScaleMustBePositive(t *testing.T) {
+	for _, scale := range []string{"0", "-60"} {
+		code, out := doctorRun("doctor", "--nodes", "127.0.0.1", "--time-scale", scale)
+		if code != exitInput || !strings.Contains(out, "--time-scale must be positive") {
+			t.Errorf("--time-scale %s: exit %d, want %d:\n%s", scale, code, exitInput, out)
+		}
+	}
+}
