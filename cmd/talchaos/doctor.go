@@ -21,6 +21,7 @@ type doctorOptions struct {
 	talosconfig string
 	nodes       []string
 	json        bool
+	timeScale   float64
 }
 
 func newDoctorCmd() *cobra.Command {
@@ -31,9 +32,12 @@ func newDoctorCmd() *cobra.Command {
 		Short: "Diagnose a live cluster through its Talos API",
 		Long: `Read a live cluster through the Talos API (service states, etcd members and
 status, machined and etcd logs) and report the same diagnoses as a scenario run,
-each with its evidence and the talosctl commands that remedy it.
+each with its evidence and the talosctl commands that remedy it. A node that does
+not answer is a finding (api-unreachable); so is an etcd learner, told apart as
+promoted never (learner-not-promoted: Talos gave up, or its 10-minute promote
+window has passed) or perhaps still (learner-promotion-pending).
 
-Exit codes: 0 nothing wrong found, 1 findings, 2 bad input, 3 no node could be read.`,
+Exit codes: 0 nothing wrong found, 1 findings, 2 bad input, 3 no node answered.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runDoctor(cmd, opts) },
 	}
@@ -41,6 +45,7 @@ Exit codes: 0 nothing wrong found, 1 findings, 2 bad input, 3 no node could be r
 	cmd.Flags().StringVar(&opts.talosconfig, "talosconfig", "", "talosconfig to use (default $TALOSCONFIG or ~/.talos/config)")
 	cmd.Flags().StringSliceVarP(&opts.nodes, "nodes", "n", nil, "node addresses (IP or IP:port), comma-separated")
 	cmd.Flags().BoolVar(&opts.json, "json", false, "print the findings as JSON")
+	cmd.Flags().Float64Var(&opts.timeScale, "time-scale", 1, "how much faster the nodes' Talos timers run (a `talchaos up --time-scale N` cluster: N; real nodes: 1)")
 
 	return cmd
 }
@@ -48,6 +53,10 @@ Exit codes: 0 nothing wrong found, 1 findings, 2 bad input, 3 no node could be r
 func runDoctor(cmd *cobra.Command, opts doctorOptions) error {
 	if len(opts.nodes) == 0 {
 		return &exitError{code: exitInput, err: fmt.Errorf("--nodes is required")}
+	}
+
+	if opts.timeScale <= 0 {
+		return &exitError{code: exitInput, err: fmt.Errorf("--time-scale must be positive, not %g", opts.timeScale)}
 	}
 
 	path := opts.talosconfig
@@ -69,7 +78,7 @@ func runDoctor(cmd *cobra.Command, opts doctorOptions) error {
 	scrubber := &result.Scrubber{}
 	scrubber.Add(result.TalosconfigSecrets(cfg)...)
 
-	obs, findings, err := check.Examine(cmd.Context(), cfg, opts.nodes)
+	obs, findings, err := check.Examine(cmd.Context(), cfg, opts.nodes, check.ExamineOptions{TimeScale: opts.timeScale})
 	if err != nil {
 		return &exitError{code: exitHarness, err: scrubber.ScrubError(err)}
 	}

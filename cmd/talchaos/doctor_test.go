@@ -22,7 +22,14 @@ import (
 func doctorCluster(t *testing.T) (*sim.Cluster, string) {
 	t.Helper()
 
-	sc, err := upScenario(upOptions{controlPlanes: 3, talos: scenario.DefaultProfile, timeScale: 60})
+	return doctorClusterAt(t, 60)
+}
+
+// doctorClusterAt is doctorCluster with Talos timers divided by scale.
+func doctorClusterAt(t *testing.T, scale float64) (*sim.Cluster, string) {
+	t.Helper()
+
+	sc, err := upScenario(upOptions{controlPlanes: 3, talos: scenario.DefaultProfile, timeScale: scale})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,9 +88,25 @@ func bootstrapOn(t *testing.T, ctx context.Context, c *sim.Cluster, n target.Nod
 	}
 }
 
+// doctorRun runs the CLI as main does, output captured (see run).
+func doctorRun(args ...string) (int, string) {
+	var out syncBuffer
+
+	code := execute(context.Background(), args, &out, &out)
+
+	return code, out.String()
+}
+
 // doctorUntil runs `talchaos doctor` until its output names every want, and
 // returns that output.
 func doctorUntil(t *testing.T, dir string, c *sim.Cluster, want ...string) string {
+	t.Helper()
+
+	return doctorUntilWith(t, dir, c, nil, want...)
+}
+
+// doctorUntilWith is doctorUntil with more flags.
+func doctorUntilWith(t *testing.T, dir string, c *sim.Cluster, flags []string, want ...string) string {
 	t.Helper()
 
 	var ips []string
@@ -94,7 +117,7 @@ func doctorUntil(t *testing.T, dir string, c *sim.Cluster, want ...string) strin
 	deadline := time.Now().Add(time.Minute)
 
 	for {
-		code, out := run(t, "doctor", "--talosconfig", filepath.Join(dir, "talosconfig"), "--nodes", strings.Join(ips, ","))
+		code, out := doctorRun(append([]string{"doctor", "--talosconfig", filepath.Join(dir, "talosconfig"), "--nodes", strings.Join(ips, ",")}, flags...)...)
 
 		missing := false
 		for _, w := range want {
@@ -193,4 +216,86 @@ func TestDoctorNamesFailureStates(t *testing.T) {
 
 		doctorUntil(t, dir, c, "pki-mismatch  "+nodes[0].Address, "--with-secrets")
 	})
+}
+
+// The state of the issue: cp2 does not answer and cp3 is a learner that is
+// never promoted (every MemberPromote it makes is refused).
+func TestDoctorUnreachableNodeAndLearner(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	// learnerWithoutPromotion applies cp1 and cp3, bootstraps cp1, and makes cp3
+	// a learner whose promotion is refused for good; cp2 is powered off.
+	learnerWithoutPromotion := func(t *testing.T, c *sim.Cluster) []target.Node {
+		t.Helper()
+
+		nodes := c.Nodes()
+
+		heal, err := c.InterceptAPI(ctx, "cp3", target.APIFault{RPC: "MemberPromote", Mode: target.APIFail, Code: "Unavailable"})
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		t.Cleanup(func() { heal() }) //nolint:errcheck
+
+		if _, err := c.Process(ctx, "cp2", target.PowerOff); err != nil {
+			t.Fatal(err)
+		}
+
+		applyTo(t, ctx, nodes[0])
+		applyTo(t, ctx, nodes[2])
+		bootstrapOn(t, ctx, c, nodes[0])
+
+		return nodes
+	}
+
+	t.Run("promotion failed for good", func(t *testing.T) {
+		c, dir := doctorClusterAt(t, 60)
+		nodes := learnerWithoutPromotion(t, c)
+		cp2, cp3 := nodes[1].Address, nodes[2].Address
+
+		out := doctorUntilWith(t, dir, c, []string{"--time-scale", "60"},
+			"api-unreachable  "+cp2, "does not answer\n    evidence: rpc error: code = Unavailable", "talosctl -n "+cp2+" version",
+			"learner-not-promoted  "+cp3, "(cp3) is a learner whose promotion window has closed",
+			"failed promoting member", "etcd service Running since",
+			"etcd remove-member", "talosctl -n "+cp3+" reset --system-labels-to-wipe EPHEMERAL")
+
+		for _, bad := range []string{"no problem found", "learner-promotion-pending", "api-unreachable  " + nodes[0].Address, "api-unreachable  " + cp3} {
+			if strings.Contains(out, bad) {
+				t.Errorf("doctor says %q:\n%s", bad, out)
+			}
+		}
+
+		// Only when no node answers at all is it not a finding but a failure to look.
+		code, out := doctorRun("doctor", "--talosconfig", filepath.Join(dir, "talosconfig"), "--nodes", cp2)
+		if code != exitHarness || !strings.Contains(out, "api-unreachable  "+cp2) {
+			t.Errorf("doctor on the powered-off node alone: exit %d, want %d:\n%s", code, exitHarness, out)
+		}
+	})
+
+	t.Run("promotion may be pending", func(t *testing.T) {
+		// At a quarter of real time the 10-minute promote window lasts 150 s:
+		// the doctor looks long before it ends.
+		c, dir := doctorClusterAt(t, 4)
+		nodes := learnerWithoutPromotion(t, c)
+		cp3 := nodes[2].Address
+
+		out := doctorUntilWith(t, dir, c, []string{"--time-scale", "4"},
+			"api-unreachable  "+nodes[1].Address,
+			"learner-promotion-pending  "+cp3, "(cp3) is still a learner", "into its 10m0s promote window", "gives up in",
+			"etcd status", "# if it is still a learner when the window has passed")
+
+		if strings.Contains(out, "learner-not-promoted") {
+			t.Errorf("a learner inside its window is called never promoted:\n%s", out)
+		}
+	})
+}
+
+func TestDoctorTimeScaleMustBePositive(t *testing.T) {
+	for _, scale := range []string{"0", "-60"} {
+		code, out := doctorRun("doctor", "--nodes", "127.0.0.1", "--time-scale", scale)
+		if code != exitInput || !strings.Contains(out, "--time-scale must be positive") {
+			t.Errorf("--time-scale %s: exit %d, want %d:\n%s", scale, code, exitInput, out)
+		}
+	}
 }

@@ -46,7 +46,7 @@ func (e *exitError) Unwrap() error { return e.err }
 
 func main() {
 	ctx, stop := notifyInterrupts(context.Background())
-	code := execute(ctx, os.Args[1:])
+	code := execute(ctx, os.Args[1:], os.Stdout, os.Stderr)
 
 	stop()
 	os.Exit(code)
@@ -163,14 +163,16 @@ func reapLeftovers(stderr io.Writer) {
 	}
 }
 
-// execute runs the CLI and returns the process exit code.
-func execute(ctx context.Context, args []string) int {
+// execute runs the CLI with its output on stdout and stderr and returns the
+// process exit code.
+func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 
 	root := newRoot()
 	root.SetArgs(args)
-	root.SetOut(&stdoutWriter{w: os.Stdout, cancel: cancel})
+	root.SetOut(&stdoutWriter{w: stdout, cancel: cancel})
+	root.SetErr(stderr)
 
 	err := root.ExecuteContext(ctx)
 	if err == nil {
@@ -180,14 +182,14 @@ func execute(ctx context.Context, args []string) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.err != nil {
-			fmt.Fprintln(os.Stderr, "talchaos:", result.ScrubKeyMaterial(ee.err.Error()))
+			fmt.Fprintln(stderr, "talchaos:", result.ScrubKeyMaterial(ee.err.Error()))
 		}
 
 		return ee.code
 	}
 
 	// cobra's own errors: unknown command or flag, wrong arguments.
-	fmt.Fprintln(os.Stderr, "talchaos:", result.ScrubKeyMaterial(err.Error()))
+	fmt.Fprintln(stderr, "talchaos:", result.ScrubKeyMaterial(err.Error()))
 
 	return exitInput
 }

@@ -87,27 +87,18 @@ func TestListNamesBuiltIns(t *testing.T) {
 	}
 }
 
-// run executes the CLI in-process and returns the exit code and stderr.
+// run executes the CLI in-process, as main does, and returns the exit code
+// and what it wrote to stdout and stderr. The output is captured through the
+// writers execute takes, never by swapping os.Stdout and os.Stderr, which the
+// simulated nodes' loggers read while a cluster runs.
 func run(t *testing.T, args ...string) (int, string) {
 	t.Helper()
 
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
+	var out syncBuffer
 
-	stderr, stdout := os.Stderr, os.Stdout
-	os.Stderr, os.Stdout = w, w
+	code := execute(context.Background(), args, &out, &out)
 
-	code := execute(context.Background(), args)
-
-	os.Stderr, os.Stdout = stderr, stdout
-	w.Close() //nolint:errcheck
-
-	var buf bytes.Buffer
-	buf.ReadFrom(r) //nolint:errcheck
-
-	return code, buf.String()
+	return code, out.String()
 }
 
 func readReport(t *testing.T, path string) *result.Result {

@@ -137,6 +137,20 @@ func TestDiagnose(t *testing.T) {
 			want: []string{"learner-not-promoted@cp2"},
 		},
 		{
+			name: "a refusal long ago says nothing when no member list answers",
+			ev: Evidence{
+				Final: obs(func(o *Observation) {
+					o.Nodes["cp1"].Etcd, o.Nodes["cp1"].MembersErr = running(false, "context deadline exceeded"), "context deadline exceeded"
+					for _, n := range []string{"cp2", "cp3"} {
+						o.Nodes[n].Mode, o.Nodes[n].APIError = ModeDown, "rpc error: code = Unavailable desc = connection error: desc = \"transport: authentication handshake failed: EOF\""
+					}
+				}),
+				Logs: func(n string) []LogLine { return logs[n] },
+			},
+			want:   []string{"api-unreachable@cp2", "api-unreachable@cp3", "no-quorum@"},
+			absent: []string{"too-many-learners"},
+		},
+		{
 			name: "stale learner",
 			ev: Evidence{Final: obs(func(o *Observation) {
 				ms := []Member{member(1, "cp1", cp1, false), member(7, "", cp3, true)}

@@ -33,6 +33,18 @@ type Evidence struct {
 	Scale float64
 }
 
+// talosPromoteWindow is Talos's promote loop budget on every line (TALOS-FIDELITY.md §1).
+const talosPromoteWindow = 10 * time.Minute
+
+// talosTime prints a wall-clock duration of the run in Talos time.
+func (ev *Evidence) talosTime(d time.Duration) string {
+	if ev.Scale > 0 {
+		d = time.Duration(float64(d) * ev.Scale)
+	}
+
+	return max(d, 0).Round(time.Second).String()
+}
+
 // talos converts a Talos-time duration to the run's wall-clock time.
 func (ev *Evidence) talos(d time.Duration) time.Duration {
 	if ev.Scale <= 0 {
@@ -47,8 +59,10 @@ type rule func(ev *Evidence) []result.Diagnosis
 
 // rules is the diagnosis vocabulary, one small function per code.
 var rules = []rule{
+	apiUnreachable,
 	tooManyLearners,
 	learnerNotPromoted,
+	learnerPromotionPending,
 	learnerNotSynced,
 	staleLearner,
 	nodeInMaintenance,
@@ -77,6 +91,10 @@ func Diagnose(ev *Evidence) []result.Diagnosis {
 
 	if ev.PromotedAt == nil {
 		ev.PromotedAt = func(string) (time.Duration, bool) { return 0, false }
+	}
+
+	if ev.PromoteWindow <= 0 {
+		ev.PromoteWindow = ev.talos(talosPromoteWindow)
 	}
 
 	out := []result.Diagnosis{}
@@ -123,6 +141,26 @@ func (ev *Evidence) events(kindPrefix, substr string) []eventlog.Event {
 	}
 
 	return out
+}
+
+// nodeOfMember finds the examined node that holds an etcd member: by name, or
+// by the address in its peer URLs.
+func (ev *Evidence) nodeOfMember(m Member) *NodeObservation {
+	for _, n := range ev.Final.Ordered() {
+		if m.Hostname != "" && m.Hostname == n.Name {
+			return n
+		}
+	}
+
+	for _, n := range ev.Final.Ordered() {
+		for _, u := range m.PeerURLs {
+			if hostOf(u) == n.Address {
+				return n
+			}
+		}
+	}
+
+	return nil
 }
 
 func (ev *Evidence) controlPlanes() []*NodeObservation {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/siderolabs/talos/pkg/machinery/api/common"
 	clientconfig "github.com/siderolabs/talos/pkg/machinery/client/config"
@@ -22,14 +23,24 @@ type Finding struct {
 	Remedy []string `json:"remedy"`
 }
 
+// ExamineOptions tune how Examine reads a cluster.
+type ExamineOptions struct {
+	// TimeScale is how much faster than real time the nodes' Talos timers run:
+	// 1 (or 0) for real nodes, the --time-scale of a `talchaos up` cluster.
+	TimeScale float64
+}
+
+// roleTimeout bounds the question that tells a control plane from a worker.
+const roleTimeout = 5 * time.Second
+
 // Examine looks at a live cluster once through its Talos API, as `talchaos
 // doctor` does: it finds out which nodes run etcd, reads their state and logs,
 // and returns what it sees and what is wrong.
-func Examine(ctx context.Context, cfg *clientconfig.Config, addresses []string) (*Observation, []Finding, error) {
+func Examine(ctx context.Context, cfg *clientconfig.Config, addresses []string, opts ExamineOptions) (*Observation, []Finding, error) {
 	nodes := make([]target.Node, 0, len(addresses))
 
 	for _, a := range addresses {
-		nodes = append(nodes, target.Node{Name: a, Address: a, Endpoint: endpointOf(a), Role: roleOf(ctx, cfg, a)})
+		nodes = append(nodes, target.Node{Name: a, Address: hostOf(endpointOf(a)), Endpoint: endpointOf(a), Role: roleOf(ctx, cfg, a)})
 	}
 
 	o, err := NewObserver(ctx, nodes, cfg, eventlog.New(), 0)
@@ -39,6 +50,13 @@ func Examine(ctx context.Context, cfg *clientconfig.Config, addresses []string) 
 	defer o.Close()
 
 	final := o.Poll(ctx)
+
+	// A node that does not answer cannot say it runs etcd; the member list can.
+	for _, n := range final.Ordered() {
+		if _, member := final.Main().Member("", n.Address); member && n.Role != target.ControlPlane {
+			n.Role = target.ControlPlane
+		}
+	}
 
 	for _, n := range final.Ordered() {
 		if n.Mode != ModeConfigured {
@@ -53,7 +71,12 @@ func Examine(ctx context.Context, cfg *clientconfig.Config, addresses []string) 
 		}
 	}
 
-	diags := Diagnose(&Evidence{Nodes: nodes, Final: final, Logs: o.Logs, EtcdLogs: o.EtcdLogs, Now: final.At})
+	scale := opts.TimeScale
+	if scale <= 0 {
+		scale = 1
+	}
+
+	diags := Diagnose(&Evidence{Nodes: nodes, Final: final, Logs: o.Logs, EtcdLogs: o.EtcdLogs, Now: final.At, Scale: scale})
 
 	findings := make([]Finding, 0, len(diags))
 	for _, d := range diags {
@@ -73,6 +96,9 @@ func endpointOf(address string) string {
 
 // roleOf asks the node: control planes run an etcd service.
 func roleOf(ctx context.Context, cfg *clientconfig.Config, address string) target.Role {
+	ctx, cancel := context.WithTimeout(ctx, roleTimeout)
+	defer cancel()
+
 	c, err := talosclient.WithConfig(ctx, cfg, endpointOf(address))
 	if err != nil {
 		return target.Worker
@@ -139,6 +165,10 @@ func remedy(d result.Diagnosis, obs *Observation) []string {
 		}
 	}
 
+	if voter == "" {
+		voter = "<a voting member>"
+	}
+
 	learner := func(pred func(Member) bool) []string {
 		var out []string
 
@@ -156,17 +186,27 @@ func remedy(d result.Diagnosis, obs *Observation) []string {
 		addr = n.Address
 	}
 
+	ownLearner := func(m Member) bool {
+		return m.Hostname == d.Node || slices.Contains(m.PeerURLs, "https://"+addr+":2380")
+	}
+
 	switch d.Code {
+	case "api-unreachable":
+		return []string{"# is the machine powered on, booted and on the network? check its console, BMC or hypervisor",
+			fmt.Sprintf("talosctl -n %s version   # 'connection refused': the machine is up but apid is not listening; a timeout: the address is unreachable", addr)}
+	case "learner-promotion-pending":
+		return append([]string{"# wait: Talos retries the promotion until its promote window ends, then never again",
+			fmt.Sprintf("talosctl -n %s etcd status   # a learner far behind the leader's raft index is refused promotion", addr),
+			fmt.Sprintf("talosctl -n %s logs machined   # the promote loop's 'retrying error:' lines", addr),
+			"# if it is still a learner when the window has passed, it never will be:"},
+			remedyComment(append(learner(ownLearner), resetCommand(addr)))...)
 	case "too-many-learners":
 		return append(learner(func(Member) bool { return true }),
 			"# then wait: "+addr+"'s join loop adds it as the next learner")
 	case "stale-learner", "peer-url-exists":
 		return learner(func(m Member) bool { return m.Hostname == "" })
 	case "learner-not-promoted":
-		return append(learner(func(m Member) bool {
-			return m.Hostname == d.Node || slices.Contains(m.PeerURLs, "https://"+addr+":2380")
-		}),
-			fmt.Sprintf("talosctl -n %s reset --system-labels-to-wipe EPHEMERAL --reboot --graceful=false", addr))
+		return append(learner(ownLearner), resetCommand(addr))
 	case "learner-not-synced":
 		return []string{"# wait while it catches up, and check the network between " + addr + " and the etcd leader",
 			fmt.Sprintf("talosctl -n %s etcd status", addr)}
@@ -191,4 +231,19 @@ func remedy(d result.Diagnosis, obs *Observation) []string {
 	}
 
 	return nil
+}
+
+// resetCommand wipes a node's etcd data and reboots it, so that it joins again.
+func resetCommand(addr string) string {
+	return fmt.Sprintf("talosctl -n %s reset --system-labels-to-wipe EPHEMERAL --reboot --graceful=false", addr)
+}
+
+// remedyComment turns commands into commented-out lines: what to run later, if needed.
+func remedyComment(cmds []string) []string {
+	out := make([]string, len(cmds))
+	for i, c := range cmds {
+		out[i] = "#   " + c
+	}
+
+	return out
 }

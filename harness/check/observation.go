@@ -28,6 +28,11 @@ type Service struct {
 	Healthy       bool
 	HealthUnknown bool
 	HealthMessage string
+	// Started is when the service reached Running after it last started, by
+	// the node's clock (the timestamp of that ServiceList event); zero when it
+	// is not Running or no such event is left in its history. etcd's promote
+	// loop starts then.
+	Started time.Time
 }
 
 // Running reports whether the service is Running and healthy.
@@ -75,14 +80,16 @@ type NodeObservation struct {
 
 // Observation is the cluster at one poll.
 type Observation struct {
-	At    time.Duration
+	At time.Duration
+	// Wall is when the observation was made, by the local clock.
+	Wall  time.Time
 	Nodes map[string]*NodeObservation
 	order []string
 }
 
 // NewObservation makes an observation over the given node names, in order.
 func NewObservation(at time.Duration, names []string) *Observation {
-	return &Observation{At: at, Nodes: map[string]*NodeObservation{}, order: append([]string(nil), names...)}
+	return &Observation{At: at, Wall: time.Now(), Nodes: map[string]*NodeObservation{}, order: append([]string(nil), names...)}
 }
 
 // Ordered returns the node observations in node order.

@@ -361,6 +361,10 @@ func fillServices(no *NodeObservation, resp *machine.ServiceListResponse) {
 				svc.Message = ev[len(ev)-1].GetMsg()
 			}
 
+			if svc.State == "Running" {
+				svc.Started = runningSince(s.GetEvents().GetEvents())
+			}
+
 			switch s.GetId() {
 			case "etcd":
 				no.Etcd = svc
@@ -369,6 +373,27 @@ func fillServices(no *NodeObservation, resp *machine.ServiceListResponse) {
 			}
 		}
 	}
+}
+
+// runningSince is when a service reached Running after its last start: the
+// first Running event after the last Starting one (the oldest Running event
+// when the history no longer reaches back to the start).
+func runningSince(events []*machine.ServiceEvent) time.Time {
+	from := 0
+
+	for i, e := range events {
+		if e.GetState() == "Starting" {
+			from = i
+		}
+	}
+
+	for _, e := range events[from:] {
+		if e.GetState() == "Running" && e.GetTs() != nil {
+			return e.GetTs().AsTime()
+		}
+	}
+
+	return time.Time{}
 }
 
 func fillEtcd(ctx context.Context, no *NodeObservation, c *client.Client) {

@@ -32,7 +32,8 @@ func tooManyLearners(ev *Evidence) []result.Diagnosis {
 
 	for _, n := range ev.controlPlanes() {
 		line, ok := ev.firstLine(n.Name, errTooManyLearners)
-		if !ok {
+		if !ok || len(main.Members) == 0 {
+			// Without a member list, whether it got in is unknown.
 			continue
 		}
 
@@ -90,35 +91,169 @@ func (ev *Evidence) slotTaken(node string, at time.Duration) time.Duration {
 	return until - at
 }
 
-// learnerNotPromoted: a learner whose 10-minute promote window has passed stays
-// a learner for good; nothing in Talos retries (talos #5794, #7903, seed 000).
-func learnerNotPromoted(ev *Evidence) []result.Diagnosis {
-	var out []result.Diagnosis
+// learner is what is known of one named learner member: whether Talos gave up
+// promoting it, and how long its promote loop has been running.
+type learner struct {
+	member Member
+	// node is the examined node that holds the member (nil: none of them).
+	node *NodeObservation
+	name string // node name, or the member's hostname when no node holds it
+
+	failed    LogLine // "failed promoting member" in its machined log
+	hasFailed bool
+
+	// age is how long (wall-clock) the member has been a learner or its etcd
+	// Running, whichever is known and longer; known reports whether either is.
+	age   time.Duration
+	known bool
+	// started is when its etcd service reached Running (node clock; zero: unknown).
+	started time.Time
+	since   time.Duration // first seen a learner (run offset), when seen
+	seen    bool
+	// joined reports whether its machined log shows the join of this boot, and
+	// logged whether there is a log at all.
+	joined, logged bool
+}
+
+// learners lists the named learners of the main cluster (an unnamed one was
+// never started: staleLearner).
+func (ev *Evidence) learners() []learner {
+	var out []learner
 
 	for _, m := range ev.Final.Main().Members {
 		if !m.IsLearner || m.Hostname == "" {
 			continue
 		}
 
-		since, seen := ev.LearnerSince(m.Hostname)
-		line, failed := ev.lastLine(m.Hostname, "failed promoting member")
+		l := learner{member: m, name: m.Hostname, node: ev.nodeOfMember(m)}
+		if l.node != nil {
+			l.name = l.node.Name
+		}
 
-		if !failed && (!seen || ev.Now-since < ev.PromoteWindow) {
+		l.failed, l.hasFailed = ev.lastLine(l.name, "failed promoting member")
+		l.logged = len(ev.Logs(l.name)) > 0
+		_, l.joined = ev.lastLine(l.name, joinNag)
+
+		if l.since, l.seen = ev.LearnerSince(l.name); l.seen {
+			l.age, l.known = ev.Now-l.since, true
+		}
+
+		if l.node != nil && l.node.Etcd != nil && !l.node.Etcd.Started.IsZero() && !ev.Final.Wall.IsZero() {
+			l.started = l.node.Etcd.Started
+			l.age, l.known = max(l.age, ev.Final.Wall.Sub(l.started), 0), true
+		}
+
+		out = append(out, l)
+	}
+
+	return out
+}
+
+// joinNag is what Talos logs when a node's etcd starts its join loop (and every
+// 30 s while it waits), TALOS-FIDELITY.md §1.
+const joinNag = "etcd is waiting to join the cluster"
+
+// given reports whether Talos will never promote this learner: its promote loop
+// said so, or its window has passed.
+func (l learner) given(ev *Evidence) bool {
+	return l.hasFailed || (l.known && l.age >= ev.PromoteWindow)
+}
+
+// runningFor describes how long the learner's promote loop has run, in Talos time.
+func (l learner) runningFor(ev *Evidence) string {
+	var parts []string
+
+	// A run has a timeline of its own (offsets from its start); the doctor
+	// has the nodes' clocks.
+	running := ev.Final.Wall.Sub(l.started)
+
+	switch {
+	case l.started.IsZero():
+	case l.seen:
+		parts = append(parts, "etcd service Running since "+seconds(ev.Now-running))
+	default:
+		parts = append(parts, fmt.Sprintf("etcd service Running since %s (%s of Talos time before this observation)",
+			l.started.UTC().Format(time.RFC3339), ev.talosTime(running)))
+	}
+
+	if l.seen {
+		parts = append(parts, fmt.Sprintf("learner since %s", seconds(l.since)))
+	}
+
+	if len(parts) == 0 {
+		return "how long it has been a learner is unknown"
+	}
+
+	return strings.Join(parts, ", ")
+}
+
+// learnerNotPromoted: a learner whose promote loop gave up, or whose 10-minute
+// promote window has passed, stays a learner for good; nothing in Talos retries
+// (talos #5794, #7903, seed 000).
+func learnerNotPromoted(ev *Evidence) []result.Diagnosis {
+	var out []result.Diagnosis
+
+	for _, l := range ev.learners() {
+		if !l.given(ev) {
 			continue
 		}
 
-		evidence := fmt.Sprintf("learner since %s, promote window %s", seconds(since), seconds(ev.PromoteWindow))
+		evidence := l.runningFor(ev) + ", promote window " + ev.talosTime(ev.PromoteWindow)
 		at := ev.Now
 
-		if failed {
-			evidence = line.Text
-			at = line.At
+		if l.hasFailed {
+			evidence = l.failed.Text + "\n(" + evidence + ")"
+			at = l.failed.At
 		}
 
-		out = append(out, diag("learner-not-promoted", m.Hostname,
+		out = append(out, diag("learner-not-promoted", l.name,
 			fmt.Sprintf("member %s (%s) is a learner whose promotion window has closed; it will never be promoted%s",
-				m.IDString(), m.Hostname, syncNote(ev, m.Hostname)),
+				l.member.IDString(), l.member.Hostname, syncNote(ev, l.name)),
 			evidence, at))
+	}
+
+	return out
+}
+
+// learnerPromotionPending: a learner inside its promote window, with no sign
+// that Talos gave up. It may still be promoted; the diagnosis says until when,
+// and what would make it never happen.
+func learnerPromotionPending(ev *Evidence) []result.Diagnosis {
+	var out []result.Diagnosis
+
+	for _, l := range ev.learners() {
+		if l.given(ev) {
+			continue
+		}
+
+		var msg string
+
+		switch {
+		case l.known:
+			msg = fmt.Sprintf("member %s (%s) is still a learner, %s into its %s promote window: Talos may still promote it, and gives up in %s",
+				l.member.IDString(), l.member.Hostname, ev.talosTime(l.age), ev.talosTime(ev.PromoteWindow), ev.talosTime(ev.PromoteWindow-l.age))
+
+			if !l.started.IsZero() && !l.seen {
+				msg += fmt.Sprintf(" (at %s by the node's clock)", l.started.Add(ev.PromoteWindow).UTC().Format(time.RFC3339))
+			}
+		case l.node == nil:
+			msg = fmt.Sprintf("member %s (%s) is a learner on a node that was not examined: whether Talos is still promoting it is unknown",
+				l.member.IDString(), l.member.Hostname)
+		default:
+			msg = fmt.Sprintf("member %s (%s) is a learner, but its node does not show how long its etcd has been running: whether Talos is still promoting it is unknown",
+				l.member.IDString(), l.member.Hostname)
+		}
+
+		if l.logged && !l.joined {
+			msg += fmt.Sprintf("; its machined log of this boot shows no join (%q): if etcd started from its data directory, Talos runs no promote loop and it will never be promoted", joinNag)
+		}
+
+		evidence := l.runningFor(ev) + ", no \"failed promoting member\" in its machined log"
+		if l.node != nil && l.node.Mode != ModeConfigured {
+			evidence = l.name + " is " + l.node.Mode + ": " + l.node.APIError
+		}
+
+		out = append(out, diag("learner-promotion-pending", l.name, msg+syncNote(ev, l.name), evidence, ev.Now))
 	}
 
 	return out

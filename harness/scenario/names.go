@@ -70,6 +70,8 @@ var DiagnosisCodes = []string{
 	"config-invalid",
 	"apply-reply-lost",
 	"no-quorum",
+	"api-unreachable",
+	"learner-promotion-pending",
 }
 
 // NodeNames lists the cluster's nodes: control planes cp1..cpN, then workers w1..wM.
