@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,11 +15,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/talchaos/talchaos/harness/check"
+	"github.com/talchaos/talchaos/harness/real"
 	"github.com/talchaos/talchaos/harness/result"
 )
 
 type doctorOptions struct {
 	talosconfig string
+	inventory   string
 	nodes       []string
 	json        bool
 	timeScale   float64
@@ -28,7 +31,7 @@ func newDoctorCmd() *cobra.Command {
 	opts := doctorOptions{}
 
 	cmd := &cobra.Command{
-		Use:   "doctor --nodes IP[,IP...]",
+		Use:   "doctor --nodes IP[,IP...] | --inventory FILE",
 		Short: "Diagnose a live cluster through its Talos API",
 		Long: `Read a live cluster through the Talos API (service states, etcd members and
 status, machined and etcd logs) and report the same diagnoses as a scenario run,
@@ -37,6 +40,10 @@ not answer is a finding (api-unreachable); so is an etcd learner, told apart as
 promoted never (learner-not-promoted: Talos gave up, or its 10-minute promote
 window has passed) or perhaps still (learner-promotion-pending).
 
+With --inventory (a real target's, or the one 'talchaos up' writes) the nodes,
+the talosconfig and the nodes' time scale come from the inventory; --nodes,
+--talosconfig and --time-scale override them.
+
 Exit codes: 0 nothing wrong found, 1 findings, 2 bad input, 3 no node answered.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runDoctor(cmd, opts) },
@@ -44,6 +51,7 @@ Exit codes: 0 nothing wrong found, 1 findings, 2 bad input, 3 no node answered.`
 
 	cmd.Flags().StringVar(&opts.talosconfig, "talosconfig", "", "talosconfig to use (default $TALOSCONFIG or ~/.talos/config)")
 	cmd.Flags().StringSliceVarP(&opts.nodes, "nodes", "n", nil, "node addresses (IP or IP:port), comma-separated")
+	cmd.Flags().StringVar(&opts.inventory, "inventory", "", "take the nodes, talosconfig and time scale from this inventory")
 	cmd.Flags().BoolVar(&opts.json, "json", false, "print the findings as JSON")
 	cmd.Flags().Float64Var(&opts.timeScale, "time-scale", 1, "how much faster the nodes' Talos timers run (a `talchaos up --time-scale N` cluster: N; real nodes: 1)")
 
@@ -51,8 +59,29 @@ Exit codes: 0 nothing wrong found, 1 findings, 2 bad input, 3 no node answered.`
 }
 
 func runDoctor(cmd *cobra.Command, opts doctorOptions) error {
+	if opts.inventory != "" {
+		inv, err := real.LoadInventory(opts.inventory)
+		if err != nil {
+			return &exitError{code: exitInput, err: err}
+		}
+
+		if len(opts.nodes) == 0 {
+			for _, n := range inv.Nodes {
+				opts.nodes = append(opts.nodes, cmp.Or(n.Endpoint, n.Address))
+			}
+		}
+
+		if opts.talosconfig == "" {
+			opts.talosconfig = inv.TalosconfigPath()
+		}
+
+		if !cmd.Flags().Changed("time-scale") && inv.TimeScale > 0 {
+			opts.timeScale = inv.TimeScale
+		}
+	}
+
 	if len(opts.nodes) == 0 {
-		return &exitError{code: exitInput, err: fmt.Errorf("--nodes is required")}
+		return &exitError{code: exitInput, err: fmt.Errorf("--nodes or --inventory is required")}
 	}
 
 	if opts.timeScale <= 0 {
@@ -69,9 +98,15 @@ func runDoctor(cmd *cobra.Command, opts doctorOptions) error {
 		path = filepath.Join(home, ".talos", "config")
 	}
 
-	cfg, err := clientconfig.Open(path)
+	// Read, not clientconfig.Open: that creates a missing file.
+	data, err := os.ReadFile(path)
 	if err != nil {
 		return &exitError{code: exitInput, err: fmt.Errorf("talosconfig: %w", err)}
+	}
+
+	cfg, err := clientconfig.FromBytes(data)
+	if err != nil {
+		return &exitError{code: exitInput, err: fmt.Errorf("talosconfig %s: %w", path, err)}
 	}
 
 	// Whatever the nodes answer (log lines, errors) is printed through this.

@@ -299,3 +299,24 @@ func TestDoctorTimeScaleMustBePositive(t *testing.T) {
 		}
 	}
 }
+
+// The inventory `up` writes is enough for the doctor: nodes, talosconfig and
+// the nodes' time scale come from it.
+func TestDoctorReadsAnInventory(t *testing.T) {
+	c, dir := doctorCluster(t)
+
+	code, out := doctorRun("doctor", "--inventory", filepath.Join(dir, "inventory.yaml"))
+	if code != exitFail {
+		t.Fatalf("exit %d, want 1 (every node in maintenance):\n%s", code, out)
+	}
+
+	for _, n := range c.Nodes() {
+		if !strings.Contains(out, "node-in-maintenance  "+n.Address) {
+			t.Errorf("no node-in-maintenance finding for %s:\n%s", n.Address, out)
+		}
+	}
+
+	if code, out := doctorRun("doctor", "--inventory", filepath.Join(dir, "missing.yaml")); code != exitInput {
+		t.Errorf("missing inventory: exit %d:\n%s", code, out)
+	}
+}

@@ -177,6 +177,10 @@ func (inv *Inventory) path(p string) string {
 	return filepath.Join(inv.dir, p)
 }
 
+// TalosconfigPath is the talosconfig's path, resolved against the inventory's
+// directory.
+func (inv *Inventory) TalosconfigPath() string { return inv.path(inv.Talosconfig) }
+
 // Node finds a node by name.
 func (inv *Inventory) Node(name string) (InventoryNode, bool) {
 	for _, n := range inv.Nodes {
