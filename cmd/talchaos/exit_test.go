@@ -89,8 +89,12 @@ func TestExitsAreClean(t *testing.T) {
 		command, child := execPids(t, line)
 		killAtEnd(t, child)
 
-		if !carries(child, run) {
-			t.Fatalf("the command's child %d does not carry %s=%s", child, scratch.EnvVar, run)
+		// The child may still be inside its execve, when /proc shows no
+		// environment for a moment.
+		for deadline := time.Now().Add(10 * time.Second); !carries(child, run); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the command's child %d does not carry %s=%s", child, scratch.EnvVar, run)
+			}
 		}
 
 		p.signal(syscall.SIGTERM)
