@@ -35,8 +35,9 @@ func TestScenarios(t *testing.T) {
 		// reading its output); nothing outside toxiproxy can unblock them.
 		goleak.IgnoreTopFunction("github.com/Shopify/toxiproxy/v2/toxics.(*BandwidthToxic).Pipe"),
 		goleak.IgnoreTopFunction("github.com/Shopify/toxiproxy/v2/toxics.(*NoopToxic).Pipe"),
-		// Our latency toxic sits in the same chain and blocks the same way.
+		// Our latency and gate toxics sit in the same chain and block the same way.
 		goleak.IgnoreTopFunction("github.com/talchaos/talchaos/harness/netfault.(*LatencyToxic).Pipe"),
+		goleak.IgnoreTopFunction("github.com/talchaos/talchaos/harness/netfault.(*GateToxic).Pipe"),
 		goleak.IgnoreTopFunction("github.com/Shopify/toxiproxy/v2/stream.(*ChanWriter).Write"))
 
 	RegisterFailHandler(Fail)

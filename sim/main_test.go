@@ -39,7 +39,8 @@ func TestMain(m *testing.M) {
 			goleak.IgnoreTopFunction("github.com/Shopify/toxiproxy/v2/toxics.(*BandwidthToxic).Pipe"),
 			goleak.IgnoreTopFunction("github.com/Shopify/toxiproxy/v2/toxics.(*NoopToxic).Pipe"),
 			goleak.IgnoreTopFunction("github.com/Shopify/toxiproxy/v2/stream.(*ChanWriter).Write"),
-			goleak.IgnoreTopFunction("github.com/talchaos/talchaos/harness/netfault.(*LatencyToxic).Pipe")); err != nil {
+			goleak.IgnoreTopFunction("github.com/talchaos/talchaos/harness/netfault.(*LatencyToxic).Pipe"),
+			goleak.IgnoreTopFunction("github.com/talchaos/talchaos/harness/netfault.(*GateToxic).Pipe")); err != nil {
 			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
 
 			code = 1

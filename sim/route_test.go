@@ -2,6 +2,7 @@ package sim_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -81,30 +82,35 @@ func TestOneEndpointReachesEveryNode(t *testing.T) {
 
 		wcancel()
 
-		stream, err := cl.Logs(nctx, "system", common.ContainerDriver_CONTAINERD, "machined", false, -1)
-		if err != nil {
-			t.Fatal(err)
-		}
-
-		var logs strings.Builder
-
-		for {
-			data, err := stream.Recv()
+		// Only that node's join loop names its own address; on a loaded
+		// machine the loop may not have logged yet.
+		eventually(t, 30*time.Second, func() error {
+			stream, err := cl.Logs(nctx, "system", common.ContainerDriver_CONTAINERD, "machined", false, -1)
 			if err != nil {
-				if err != io.EOF {
-					t.Fatalf("logs of %s: %v", n.Name, err)
-				}
-
-				break
+				return err
 			}
 
-			logs.Write(data.Bytes)
-		}
+			var logs strings.Builder
 
-		// Only that node's join loop names its own address.
-		if !strings.Contains(logs.String(), "["+n.Address+"]") {
-			t.Errorf("logs via %s are not %s's:\n%s", nodes[0].Name, n.Name, logs.String())
-		}
+			for {
+				data, err := stream.Recv()
+				if err != nil {
+					if err != io.EOF {
+						return fmt.Errorf("logs of %s: %w", n.Name, err)
+					}
+
+					break
+				}
+
+				logs.Write(data.Bytes)
+			}
+
+			if !strings.Contains(logs.String(), "["+n.Address+"]") {
+				return fmt.Errorf("logs via %s are not %s's:\n%s", nodes[0].Name, n.Name, logs.String())
+			}
+
+			return nil
+		})
 
 		if _, err := cl.ServiceList(nctx); err != nil {
 			t.Errorf("service list on %s: %v", n.Name, err)

@@ -43,8 +43,13 @@ type Observer struct {
 	subs     []chan *Observation
 	lines    map[string][]LogLine
 	learners map[string]time.Duration // first time each hostname was seen as a learner
-	pending  map[string]bool          // the node's last log line is not in the event log yet
-	promoted map[string]time.Duration // when each hostname was seen promoted
+	// refusalsFrom is, per learner, from when the leader's refusals to promote
+	// count as its own: the poll before it was first seen (it was added in
+	// between, and a slow member list must not hide its first refusals), or
+	// the promotion of the learner before it, whichever is later.
+	refusalsFrom map[string]time.Duration
+	pending      map[string]bool          // the node's last log line is not in the event log yet
+	promoted     map[string]time.Duration // when each hostname was seen promoted
 
 	etcdLines      map[string][]LogLine   // warnings and errors from each node's etcd log
 	wasMaintenance map[string]bool        // seen in maintenance and not configured since
@@ -62,11 +67,12 @@ type nodeClients struct {
 func NewObserver(ctx context.Context, nodes []target.Node, cfg *clientconfig.Config, log *eventlog.Log, interval time.Duration) (*Observer, error) {
 	o := &Observer{
 		nodes: nodes, cfg: cfg, log: log, interval: interval,
-		clients:  map[string]*nodeClients{},
-		lines:    map[string][]LogLine{},
-		learners: map[string]time.Duration{},
-		pending:  map[string]bool{},
-		promoted: map[string]time.Duration{},
+		clients:      map[string]*nodeClients{},
+		lines:        map[string][]LogLine{},
+		learners:     map[string]time.Duration{},
+		refusalsFrom: map[string]time.Duration{},
+		pending:      map[string]bool{},
+		promoted:     map[string]time.Duration{},
 
 		etcdLines:      map[string][]LogLine{},
 		wasMaintenance: map[string]bool{},
@@ -557,6 +563,7 @@ func (o *Observer) membershipTransitions(prev, cur *Observation) {
 				o.mu.Lock()
 				if _, ok := o.learners[node]; !ok {
 					o.learners[node] = cur.At
+					o.refusalsFrom[node] = o.refusalsStart(node, prev, cur)
 				}
 				o.mu.Unlock()
 			}
@@ -735,6 +742,24 @@ func (o *Observer) addEtcdLine(node, line string) {
 	}
 }
 
+// refusalsStart is from when refusals count for node, first seen as a learner
+// in cur (o.mu held): since the poll before, unless another learner was seen
+// promoted later than that.
+func (o *Observer) refusalsStart(node string, prev, cur *Observation) time.Duration {
+	from := cur.At
+	if prev != nil {
+		from = prev.At
+	}
+
+	for other, at := range o.promoted {
+		if other != node && at > from && at <= cur.At {
+			from = at
+		}
+	}
+
+	return from
+}
+
 // refusedPromotion is what etcd's leader logs each time it refuses to promote
 // a learner that is behind (etcd server/etcdserver/server.go).
 const refusedPromotion = "rejecting promote learner: learner is not ready"
@@ -745,7 +770,7 @@ func (o *Observer) promoteRefusals(node string) int {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 
-	since, ok := o.learners[node]
+	since, ok := o.refusalsFrom[node]
 	if !ok {
 		return 0
 	}

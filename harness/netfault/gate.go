@@ -212,7 +212,13 @@ func (t *GateToxic) Pipe(stub *toxics.ToxicStub) {
 				}
 			}
 
-			stub.Output <- c
+			select {
+			case stub.Output <- c:
+			case <-stub.Interrupt:
+				release(stub, c)
+
+				return
+			}
 		}
 	}
 }
