@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/talchaos/talchaos/harness/talosclient"
 	"github.com/talchaos/talchaos/harness/target"
 )
 
@@ -61,7 +63,7 @@ func (r *Resilient) Run(ctx context.Context, env *Env) error {
 	env.step("verify every node left maintenance")
 
 	for _, n := range env.Nodes {
-		if err := r.waitConfigured(ctx, env, n); err != nil {
+		if err := r.waitConfigured(ctx, env, n, n.Name != env.BootstrapNode); err != nil {
 			return err
 		}
 	}
@@ -216,9 +218,22 @@ func (r *Resilient) leftMaintenance(ctx context.Context, env *Env, n target.Node
 	return err == nil, err
 }
 
-// waitConfigured polls until the node answers the talosconfig client.
-func (r *Resilient) waitConfigured(ctx context.Context, env *Env, n target.Node) error {
-	var last error
+// silentAfter is how long (Talos time) the resilient orchestrator waits for a
+// node that took its configuration and then stopped answering at all (powered
+// off, cut off) before it goes on without it: the bootstrap needs only the
+// bootstrap node, and the silent node joins etcd on its own once it is back,
+// which the wait for voters sees.
+const silentAfter = time.Minute
+
+// waitConfigured polls until the node answers the talosconfig client. Every
+// node that gets here took its configuration; when mayGoSilent, one that stops
+// answering at all is not waited for past silentAfter. A node that answers, in
+// maintenance or with other secrets, is waited for.
+func (r *Resilient) waitConfigured(ctx context.Context, env *Env, n target.Node, mayGoSilent bool) error {
+	var (
+		last   error
+		silent time.Time
+	)
 
 	for {
 		left, err := r.leftMaintenance(ctx, env, n)
@@ -228,16 +243,38 @@ func (r *Resilient) waitConfigured(ctx context.Context, env *Env, n target.Node)
 			return nil
 		}
 
-		if errText(err) != errText(last) {
+		if !sameError(err, last) {
 			env.call(n.Name, "Version (left maintenance?)", err)
 		}
 
 		last = err
 
+		switch {
+		case !mayGoSilent || talosclient.Answers(ctx, n.Endpoint):
+			silent = time.Time{}
+		case silent.IsZero():
+			silent = time.Now()
+		case time.Since(silent) > env.d(silentAfter):
+			env.Log.Add(n.Name, "orchestrator.skip", fmt.Sprintf("%s took its configuration and has not answered for %s: going on without it (it joins etcd on its own once it is back)",
+				n.Name, silentAfter))
+
+			return nil
+		}
+
 		if err := sleep(ctx, env.d(2*time.Second)); err != nil {
 			return fmt.Errorf("%s did not leave maintenance: %s", n.Name, errText(last))
 		}
 	}
+}
+
+// portRE matches the ephemeral ports of connection errors ("127.0.0.1:44852->").
+var portRE = regexp.MustCompile(`:\d+->`)
+
+// sameError reports whether two call errors say the same thing, whatever
+// ephemeral port each connection had: a node that keeps failing the same way
+// is logged once.
+func sameError(a, b error) bool {
+	return portRE.ReplaceAllString(errText(a), ":*->") == portRE.ReplaceAllString(errText(b), ":*->")
 }
 
 // bootstrap calls Bootstrap on one node until it is accepted; AlreadyExists

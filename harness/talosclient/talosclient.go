@@ -5,6 +5,8 @@ package talosclient
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
+	"sync/atomic"
 	"time"
 
 	"github.com/siderolabs/talos/pkg/machinery/client"
@@ -53,4 +55,33 @@ func ForNode(n target.Node, faults target.ClientFaults) []grpc.DialOption {
 	}
 
 	return opts
+}
+
+// Answers reports whether a Talos API answers at endpoint at all: whether a
+// TLS server there presents a certificate, whichever certificate and whatever
+// it then demands of the client. A node that is powered off, cut off or whose
+// API is down does not; one in maintenance or configured (with any PKI) does.
+// It reads no error text: a proxy in front of a dead node accepts the TCP
+// connection and then closes it, which is not an answer either.
+func Answers(ctx context.Context, endpoint string) bool {
+	var presented atomic.Bool
+
+	d := tls.Dialer{Config: &tls.Config{
+		InsecureSkipVerify: true, //nolint:gosec // only whether a certificate comes, never trusted
+		VerifyPeerCertificate: func(raw [][]byte, _ [][]*x509.Certificate) error {
+			presented.Store(len(raw) > 0)
+
+			return nil
+		},
+	}}
+
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+
+	conn, err := d.DialContext(ctx, "tcp", endpoint)
+	if err == nil {
+		conn.Close() //nolint:errcheck
+	}
+
+	return presented.Load()
 }
