@@ -82,7 +82,7 @@ func TestHostileScenariosExitTwo(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			for _, args := range [][]string{{"run", file, "--report-dir", filepath.Join(dir, "report")}, {"run", file, "--plan"}} {
+			for _, args := range [][]string{{"run", file, "--report-dir", filepath.Join(dir, "report")}, {"run", file, "--plan", "--report-dir", filepath.Join(dir, "plan")}} {
 				code, out := run(t, args...)
 				if code != exitInput {
 					t.Fatalf("%v: exit %d, want 2:\n%.2000s", args[2:], code, out)
