@@ -34,19 +34,7 @@ func doctorClusterAt(t *testing.T, scale float64) (*sim.Cluster, string) {
 		t.Fatal(err)
 	}
 
-	c, err := sim.NewCluster(context.Background(), sc, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	t.Cleanup(func() { c.Close() }) //nolint:errcheck
-
-	dir := t.TempDir()
-	if err := writeUpFiles(dir, c); err != nil {
-		t.Fatal(err)
-	}
-
-	return c, dir
+	return startUp(t, sc)
 }
 
 func applyTo(t *testing.T, ctx context.Context, n target.Node) {

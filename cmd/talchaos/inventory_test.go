@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -9,28 +8,13 @@ import (
 	"testing"
 
 	"github.com/talchaos/talchaos/harness/result"
-	"github.com/talchaos/talchaos/sim"
 )
 
 // A bad inventory, or one that lacks nodes the scenario needs, is refused
 // before anything starts: `run` and `run --plan` exit 2 with an error naming
 // file, line and field, and leave a report.
 func TestBadInventoryExitsTwo(t *testing.T) {
-	sc, err := upScenario(upOptions{from: "happy-path"})
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	cluster, err := sim.NewCluster(context.Background(), sc, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cluster.Close() //nolint:errcheck
-
-	dir := t.TempDir()
-	if err := writeUpFiles(dir, cluster); err != nil {
-		t.Fatal(err)
-	}
+	_, dir := upCluster(t, "happy-path", 60)
 
 	good := filepath.Join(dir, "inventory.yaml")
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/talchaos/talchaos/harness/result"
+	"github.com/talchaos/talchaos/harness/scenario"
 	"github.com/talchaos/talchaos/sim"
 )
 
@@ -25,6 +26,14 @@ func upCluster(t *testing.T, from string, scale float64) (*sim.Cluster, string) 
 	}
 
 	sc.TimeScale = scale
+
+	return startUp(t, sc)
+}
+
+// startUp starts the scenario's nodes as `talchaos up` does, writes its files
+// into a new dir, and stops the nodes when the test ends.
+func startUp(t *testing.T, sc *scenario.Scenario) (*sim.Cluster, string) {
+	t.Helper()
 
 	c, err := sim.NewCluster(context.Background(), sc, 1)
 	if err != nil {

@@ -85,21 +85,7 @@ func TestRealTargetMatchesSim(t *testing.T) {
 // A destructive fault on a real cluster without --allow-destructive is refused
 // before anything starts.
 func TestRealTargetRefusesDestructiveFaults(t *testing.T) {
-	sc, err := upScenario(upOptions{from: "stale-learner"})
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	cluster, err := sim.NewCluster(context.Background(), sc, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cluster.Close() //nolint:errcheck
-
-	dir := t.TempDir()
-	if err := writeUpFiles(dir, cluster); err != nil {
-		t.Fatal(err)
-	}
+	_, dir := upCluster(t, "stale-learner", 60)
 
 	code, out := run(t, "run", "stale-learner", "--target", "real", "--inventory", filepath.Join(dir, "inventory.yaml"),
 		"--report-dir", filepath.Join(dir, "report"))

@@ -297,7 +297,7 @@ func (d *upDir) cleanup() {
 func (d *upDir) write(name string, data []byte) error {
 	path := filepath.Join(d.path, name)
 
-	err := writeNew(path, data)
+	err := scratch.WriteSecret(path, data)
 	if !errors.Is(err, fs.ErrExist) {
 		d.written = append(d.written, path)
 	}
@@ -305,26 +305,10 @@ func (d *upDir) write(name string, data []byte) error {
 	return err
 }
 
-// writeNew creates a new file (0600: these hold keys), never overwriting one.
-func writeNew(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-
-	if _, err := f.Write(data); err != nil {
-		f.Close() //nolint:errcheck
-
-		return err
-	}
-
-	return f.Close()
-}
-
 // writeUpFiles writes the talosconfig, the machine configs and an inventory
 // into dir, never overwriting a file.
 func writeUpFiles(dir string, cluster *sim.Cluster) error {
-	return writeUpFilesWith(func(name string, data []byte) error { return writeNew(filepath.Join(dir, name), data) }, cluster)
+	return writeUpFilesWith(func(name string, data []byte) error { return scratch.WriteSecret(filepath.Join(dir, name), data) }, cluster)
 }
 
 // writeUpFilesWith writes up's files with write(name, data).

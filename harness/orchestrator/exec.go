@@ -111,22 +111,6 @@ func envName(node string) string {
 	return b.String()
 }
 
-// writeSecret creates a new file readable by the owner only.
-func writeSecret(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-
-	if _, err := f.Write(data); err != nil {
-		f.Close() //nolint:errcheck
-
-		return err
-	}
-
-	return f.Close()
-}
-
 // prepare writes the talosconfig and the machine configs into dir and returns
 // the variables to add to the command's environment.
 func (e *Exec) prepare(env *Env, dir string) ([]string, error) {
@@ -146,7 +130,7 @@ func (e *Exec) prepare(env *Env, dir string) ([]string, error) {
 	}
 
 	talosconfig := filepath.Join(dir, "talosconfig")
-	if err := writeSecret(talosconfig, tc); err != nil {
+	if err := scratch.WriteSecret(talosconfig, tc); err != nil {
 		return nil, err
 	}
 
@@ -173,7 +157,7 @@ func (e *Exec) prepare(env *Env, dir string) ([]string, error) {
 		}
 
 		path := filepath.Join(configs, n.Name+".yaml")
-		if err := writeSecret(path, n.Config); err != nil {
+		if err := scratch.WriteSecret(path, n.Config); err != nil {
 			return nil, err
 		}
 

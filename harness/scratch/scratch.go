@@ -413,3 +413,20 @@ func removeMarked(path string) error {
 
 	return nil
 }
+
+// WriteSecret creates a new file readable by its owner only (0600: configs
+// and talosconfigs hold keys), never overwriting one.
+func WriteSecret(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+
+	if _, err := f.Write(data); err != nil {
+		f.Close() //nolint:errcheck
+
+		return err
+	}
+
+	return f.Close()
+}
