@@ -84,7 +84,9 @@ func FuzzLoadInventory(f *testing.F) {
 		}
 
 		// Every problem is placed on a line of the file.
-		lastLine := bytes.Count(data, []byte("\n")) + 1
+		// (YAML breaks lines at \n, \r\n and a lone \r.)
+		lastLine := bytes.Count(bytes.ReplaceAll(data, []byte("\r\n"), []byte("\n")), []byte("\n")) +
+			bytes.Count(bytes.ReplaceAll(data, []byte("\r\n"), []byte("\n")), []byte("\r")) + 1
 		for _, e := range all {
 			if e.File != file || e.Line < 1 || e.Line > lastLine {
 				t.Fatalf("error placed at %s:%d, outside the file's %d lines: %v", e.File, e.Line, lastLine, e)
