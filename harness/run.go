@@ -6,6 +6,8 @@ package harness
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -16,6 +18,7 @@ import (
 	"github.com/siderolabs/talos/pkg/machinery/config"
 	"github.com/siderolabs/talos/pkg/machinery/config/generate"
 
+	"github.com/talchaos/talchaos/harness/buildinfo"
 	"github.com/talchaos/talchaos/harness/chaos"
 	"github.com/talchaos/talchaos/harness/check"
 	"github.com/talchaos/talchaos/harness/eventlog"
@@ -82,6 +85,12 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*result.Resu
 		TimeScale: scale,
 		StartedAt: start.UTC().Format(time.RFC3339),
 		Replay:    opts.Replay,
+
+		ScenarioTimeScale: sc.TimeScale,
+		Tool:              buildinfo.Read(),
+		Description:       sc.Description,
+		Reproduces:        sc.Reproduces,
+		Source:            SourceOf(sc),
 	}
 
 	finish := func(err error) (*result.Result, error) {
@@ -101,6 +110,10 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*result.Resu
 	planned, err := chaos.Plan(sc, opts.Target, opts.Seed, opts.AllowDestructive)
 	if err != nil {
 		return finish(&InputError{err})
+	}
+
+	for _, p := range planned {
+		res.Schedule = append(res.Schedule, p.Record())
 	}
 
 	orch, err := orchestrator.New(sc.Orchestrator)
@@ -279,6 +292,17 @@ func runCluster(ctx context.Context, sc *scenario.Scenario, scale float64, opts 
 	log.Add("", "run.verdict", res.Verdict)
 
 	return nil
+}
+
+// SourceOf is the scenario file as it was parsed, with its sha256.
+func SourceOf(sc *scenario.Scenario) *result.Source {
+	if sc.Source == nil {
+		return nil
+	}
+
+	sum := sha256.Sum256(sc.Source)
+
+	return &result.Source{Path: sc.File, SHA256: hex.EncodeToString(sum[:]), Content: string(sc.Source)}
 }
 
 // ScaleNote says which time scale a run on the target uses, and why when it

@@ -40,7 +40,7 @@ func Write(dir string, r *result.Result) (paths []string, err error) {
 		return nil, errors.New("reports: nil result")
 	}
 
-	if r.Schema != "" && r.Schema != result.Schema {
+	if r.Schema != "" && r.Schema != result.Schema && r.Schema != result.SchemaV1 {
 		return nil, fmt.Errorf("reports: result has schema %q, want %q", r.Schema, result.Schema)
 	}
 
@@ -103,7 +103,8 @@ func ordered(written map[string]string) []string {
 }
 
 // ReadJSON reads a report.json written by Write. It fails if the file's
-// schema field is not result.Schema.
+// schema field is neither result.Schema nor result.SchemaV1 (v2 only added
+// fields, so a v1 report reads as a v2 one without them).
 func ReadJSON(path string) (*result.Result, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -123,8 +124,8 @@ func ReadJSON(path string) (*result.Result, error) {
 	switch {
 	case head.Schema == nil:
 		return nil, fmt.Errorf("reports: %s: no schema field, want %q", path, result.Schema)
-	case *head.Schema != result.Schema:
-		return nil, fmt.Errorf("reports: %s: schema %q, want %q", path, *head.Schema, result.Schema)
+	case *head.Schema != result.Schema && *head.Schema != result.SchemaV1:
+		return nil, fmt.Errorf("reports: %s: schema %q, want %q or %q", path, *head.Schema, result.Schema, result.SchemaV1)
 	}
 
 	var r result.Result
@@ -159,6 +160,7 @@ func normalize(r *result.Result) *result.Result {
 	c.Checks = nonNil(c.Checks)
 	c.Diagnoses = nonNil(c.Diagnoses)
 	c.Faults = nonNil(c.Faults)
+	c.Schedule = nonNil(c.Schedule)
 	c.Events = nonNil(c.Events)
 	c.Outcome.NodesInMaintenance = nonNil(c.Outcome.NodesInMaintenance)
 

@@ -22,7 +22,7 @@ func Summary(r *result.Result) string {
 	var b strings.Builder
 
 	fmt.Fprintf(&b, "%s  %s  target=%s seed=%d talos=%s  %s\n",
-		verdictWord(r.Verdict), orDash(r.Scenario), orDash(r.Target), r.Seed, orDash(r.Talos), fmtDuration(r.DurationMs))
+		verdictWord(r.Verdict), orDash(r.Scenario), orDash(r.Target), r.Seed, orDash(r.Talos), bothTimes(r.DurationMs, r.TimeScale))
 
 	if meta := metaLine(r); meta != "" {
 		b.WriteString(meta + "\n")
@@ -160,7 +160,7 @@ func Markdown(r *result.Result) string {
 	fmt.Fprintf(&b, "- **Target:** %s\n", mdCode(r.Target, false))
 	fmt.Fprintf(&b, "- **Seed:** %d\n", r.Seed)
 	fmt.Fprintf(&b, "- **Talos:** %s\n", mdCode(r.Talos, false))
-	fmt.Fprintf(&b, "- **Duration:** %s\n", fmtDuration(r.DurationMs))
+	fmt.Fprintf(&b, "- **Duration:** %s\n", bothTimes(r.DurationMs, r.TimeScale))
 
 	if r.StartedAt != "" {
 		fmt.Fprintf(&b, "- **Started:** %s\n", mdCode(r.StartedAt, false))
@@ -172,6 +172,23 @@ func Markdown(r *result.Result) string {
 
 	if r.TimeScale != 0 && r.TimeScale != 1 {
 		fmt.Fprintf(&b, "- **Time scale:** %s\n", strconv.FormatFloat(r.TimeScale, 'g', -1, 64))
+	}
+
+	if r.Tool.Version != "" {
+		fmt.Fprintf(&b, "- **Tool:** %s\n", mdCode(r.Tool.String(), false))
+	}
+
+	if len(r.Reproduces) > 0 {
+		refs := make([]string, len(r.Reproduces))
+		for i, ref := range r.Reproduces {
+			refs[i] = mdCode(ref, false)
+		}
+
+		fmt.Fprintf(&b, "- **Reproduces:** %s\n", strings.Join(refs, ", "))
+	}
+
+	if d := strings.TrimSpace(r.Description); d != "" {
+		b.WriteString("\n> " + mdText(d, false) + "\n")
 	}
 
 	o := r.Outcome
@@ -291,7 +308,21 @@ func metaLine(r *result.Result) string {
 		parts = append(parts, "time scale: "+strconv.FormatFloat(r.TimeScale, 'g', -1, 64))
 	}
 
+	if r.Tool.Version != "" {
+		parts = append(parts, r.Tool.String())
+	}
+
 	return strings.Join(parts, "  ")
+}
+
+// bothTimes is a wall-clock duration with its Talos time beside it, labelled,
+// when they differ: "12.3s wall (12m18s Talos)".
+func bothTimes(ms int64, scale float64) string {
+	if scale == 0 || scale == 1 {
+		return fmtDuration(ms)
+	}
+
+	return fmt.Sprintf("%s wall (%s Talos)", fmtDuration(ms), fmtDuration(int64(float64(ms)*scale)))
 }
 
 func replayCmd(r *result.Result) string {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/talchaos/talchaos/harness/buildinfo"
 	"github.com/talchaos/talchaos/harness/result"
 	"github.com/talchaos/talchaos/harness/scratch"
 )
@@ -201,9 +202,21 @@ func newRoot() *cobra.Command {
 		Long:          "talchaos runs bootstrap scenarios against simulated Talos nodes (real embedded etcd, a fake Talos API speaking the real protocol) and checks them against their expectations.",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       buildinfo.Read().String(),
 	}
 
-	root.AddCommand(newRunCmd(), newListCmd(), newFaultsCmd(), newUpCmd(), newDoctorCmd(), newReportCmd(), newReplayCmd(), newHuntCmd())
+	root.SetVersionTemplate("{{.Version}}\n")
+	root.AddCommand(newRunCmd(), newListCmd(), newFaultsCmd(), newUpCmd(), newDoctorCmd(), newReportCmd(), newReplayCmd(), newHuntCmd(),
+		&cobra.Command{
+			Use:   "version",
+			Short: "Print talchaos's version and the VCS revision it was built from",
+			Args:  cobra.NoArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				_, err := fmt.Fprintln(cmd.OutOrStdout(), buildinfo.Read())
+
+				return err
+			},
+		})
 
 	return root
 }

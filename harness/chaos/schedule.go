@@ -26,6 +26,13 @@ type Planned struct {
 	Seed uint64
 }
 
+// Record is the fault as resolved, for reports.
+func (p Planned) Record() result.Planned {
+	return result.Planned{
+		Name: p.Spec.Name, Kind: p.Spec.Kind, Nodes: p.Nodes, Trigger: p.Trigger(), Seed: p.Seed, Params: ParamsOf(p.Kind),
+	}
+}
+
 // Node names the nodes the fault acts on, for reports: "cp2", "cp1|cp3".
 func (p Planned) Node() string { return strings.Join(p.Nodes, "|") }
 

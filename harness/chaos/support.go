@@ -1,6 +1,8 @@
 package chaos
 
 import (
+	"go.yaml.in/yaml/v3"
+
 	"reflect"
 	"slices"
 	"strings"
@@ -104,6 +106,23 @@ func Params(k Kind) []Param {
 	for i := range t.NumField() {
 		f := t.Field(i)
 		out = append(out, Param{Name: yamlName(f), Doc: f.Tag.Get("doc")})
+	}
+
+	return out
+}
+
+// ParamsOf is a kind's parameters by their scenario names, as a scenario
+// file would write them (durations as "90s"), for reports.
+func ParamsOf(k Kind) map[string]any {
+	out := map[string]any{}
+
+	data, err := yaml.Marshal(k)
+	if err == nil {
+		err = yaml.Unmarshal(data, &out)
+	}
+
+	if err != nil {
+		return map[string]any{"error": err.Error()}
 	}
 
 	return out

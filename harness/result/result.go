@@ -1,11 +1,19 @@
 // Package result holds the outcome of one run: what the report writers serialise.
-// Its JSON form is the report.json contract (schema talchaos.report/v1, DESIGN.md).
+// Its JSON form is the report.json contract (schema talchaos.report/v2,
+// DESIGN.md); reports of schema v1 are still read.
 package result
 
-import "github.com/talchaos/talchaos/harness/eventlog"
+import (
+	"github.com/talchaos/talchaos/harness/buildinfo"
+	"github.com/talchaos/talchaos/harness/eventlog"
+)
 
 // Schema is the report schema identifier.
-const Schema = "talchaos.report/v1"
+const Schema = "talchaos.report/v2"
+
+// SchemaV1 is the schema of reports before v2, still readable: v2 only adds
+// fields.
+const SchemaV1 = "talchaos.report/v1"
 
 // Verdicts.
 const (
@@ -16,13 +24,26 @@ const (
 
 // Result is one run of one scenario.
 type Result struct {
-	Schema     string           `json:"schema"`
-	Scenario   string           `json:"scenario"`
-	File       string           `json:"file,omitempty"`
-	Target     string           `json:"target"`
-	Seed       int64            `json:"seed"`
-	Talos      string           `json:"talos"`
-	TimeScale  float64          `json:"timeScale,omitempty"`
+	Schema   string `json:"schema"`
+	Scenario string `json:"scenario"`
+	File     string `json:"file,omitempty"`
+	Target   string `json:"target"`
+	Seed     int64  `json:"seed"`
+	Talos    string `json:"talos"`
+	// TimeScale is the scale the run used: the scenario's on simulated
+	// nodes, the nodes' own on real ones (ScenarioTimeScale then differs).
+	TimeScale         float64 `json:"timeScale,omitempty"`
+	ScenarioTimeScale float64 `json:"scenarioTimeScale,omitempty"`
+	// Tool is the talchaos build that ran it.
+	Tool        buildinfo.Info `json:"tool"`
+	Description string         `json:"description,omitempty"`
+	Reproduces  []string       `json:"reproduces,omitempty"`
+	// Source is the scenario file as it was read, so the run can be judged
+	// and replayed when the file has moved or changed.
+	Source *Source `json:"source,omitempty"`
+	// Schedule is the resolved fault schedule: every fault with the nodes
+	// the seed chose, its own seed and every parameter.
+	Schedule   []Planned        `json:"schedule"`
 	Verdict    string           `json:"verdict"`
 	Error      string           `json:"error,omitempty"`
 	Outcome    Outcome          `json:"outcome"`
@@ -33,6 +54,26 @@ type Result struct {
 	StartedAt  string           `json:"startedAt"`
 	DurationMs int64            `json:"durationMs"`
 	Replay     string           `json:"replay"`
+}
+
+// Source is a scenario file's content and its sha256 (hex).
+type Source struct {
+	Path    string `json:"path"`
+	SHA256  string `json:"sha256"`
+	Content string `json:"content"`
+}
+
+// Planned is one fault as the run resolved it before starting.
+type Planned struct {
+	Name    string   `json:"name"`
+	Kind    string   `json:"kind"`
+	Nodes   []string `json:"nodes,omitempty"`
+	Trigger string   `json:"trigger"`
+	// Seed is the fault's own random stream (a latency's jitter).
+	Seed uint64 `json:"seed"`
+	// Params are the kind's parameters by their scenario names, resolved
+	// ("random" replaced by the node chosen).
+	Params map[string]any `json:"params"`
 }
 
 // Outcome is the final observed state of the cluster.

@@ -56,6 +56,7 @@ func Parse(file string, data []byte, kinds FaultKinds) (_ *Scenario, err error) 
 	}
 
 	s.File = file
+	s.Source = append([]byte(nil), data...)
 	s.lines = d.Lines
 
 	for i := range s.Faults {

@@ -42,6 +42,9 @@ type Scenario struct {
 
 	// File is the path the scenario was read from (not part of the YAML).
 	File string `yaml:"-"`
+	// Source is the file's content as it was parsed (not part of the YAML):
+	// reports keep it so that a run can be replayed when the file changed.
+	Source []byte `yaml:"-"`
 
 	// lines maps field paths ("faults[2].when.state") to their line in File, so errors
 	// raised after parsing (by the chaos package, say) can still point at the right line.
