@@ -10,8 +10,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	clientconfig "github.com/siderolabs/talos/pkg/machinery/client/config"
@@ -22,6 +20,8 @@ import (
 	"github.com/talchaos/talchaos/harness/chaos"
 	"github.com/talchaos/talchaos/harness/check"
 	"github.com/talchaos/talchaos/harness/eventlog"
+	"github.com/talchaos/talchaos/harness/history"
+	"github.com/talchaos/talchaos/harness/judge"
 	"github.com/talchaos/talchaos/harness/orchestrator"
 	"github.com/talchaos/talchaos/harness/result"
 	"github.com/talchaos/talchaos/harness/scenario"
@@ -149,7 +149,21 @@ func runCluster(ctx context.Context, sc *scenario.Scenario, scale float64, opts 
 		interval = 100 * time.Millisecond
 	}
 
-	observer, err := check.NewObserver(ctx, cluster.Nodes(), cluster.Talosconfig(), log, interval)
+	var nodes []history.Node
+	for _, n := range cluster.Nodes() {
+		nodes = append(nodes, history.Node{Name: n.Name, Role: n.Role, Address: n.Address})
+	}
+
+	// The record the verdict is drawn from, whatever happens next.
+	rec := history.NewRecorder(log.Start(), scale, nodes)
+	rec.SetScrubber(scrubber.Scrub)
+
+	defer func() {
+		h := rec.History()
+		res.History = &h
+	}()
+
+	observer, err := check.NewObserver(ctx, cluster.Nodes(), cluster.Talosconfig(), log, rec, interval)
 	if err != nil {
 		return fmt.Errorf("observer: %w", err)
 	}
@@ -167,7 +181,7 @@ func runCluster(ctx context.Context, sc *scenario.Scenario, scale float64, opts 
 		observer.Run(bgCtx)
 	}()
 
-	schedule := chaos.NewSchedule(planned, cluster, log, scale)
+	schedule := chaos.NewSchedule(planned, cluster, log, rec, scale)
 	scheduled := make(chan struct{})
 	observations := observer.Subscribe()
 
@@ -201,6 +215,7 @@ func runCluster(ctx context.Context, sc *scenario.Scenario, scale float64, opts 
 		Talosconfig:   talosconfig,
 		BootstrapNode: sc.Orchestrator.BootstrapNode,
 		Log:           log,
+		Record:        rec,
 		Scale:         scale,
 		Destructive:   opts.Destructive(),
 	}
@@ -247,46 +262,25 @@ func runCluster(ctx context.Context, sc *scenario.Scenario, scale float64, opts 
 	}
 
 	// A fresh look at the end state, with the faults as they are now.
-	final := observer.Poll(ctx)
+	observer.Final(ctx)
 
 	bgCancel()
 	<-observed
 	<-scheduled
 	schedule.Stop()
 
-	if ctx.Err() != nil {
-		res.Faults = schedule.Records()
+	res.Faults = schedule.Records()
 
+	if ctx.Err() != nil {
 		return fmt.Errorf("interrupted: %w", ctx.Err())
 	}
 
-	res.Faults = schedule.Records()
-	res.Outcome = final.Outcome()
-	res.Outcome.Promotions = observer.Promotions(scale)
-	res.Diagnoses = check.Diagnose(&check.Evidence{
-		Nodes:         cluster.Nodes(),
-		Final:         final,
-		Logs:          observer.Logs,
-		EtcdLogs:      observer.EtcdLogs,
-		LearnerSince:  observer.LearnerSince,
-		PromotedAt:    observer.PromotedAt,
-		Events:        log.Events(),
-		PromoteWindow: scenario.Duration{Duration: PromoteWindow}.Real(scale),
-		Scale:         scale,
-		Now:           final.At,
-	})
+	// The verdict is the judge's, from the record alone.
+	v := judge.Judge(rec.History(), sc.Expect)
+	res.Outcome, res.Diagnoses, res.Checks, res.Verdict = v.Outcome, v.Diagnoses, v.Checks, v.Verdict
 
 	for _, d := range res.Diagnoses {
 		log.Add(d.Node, "diagnosis."+d.Code, d.Message)
-	}
-
-	res.Checks = Judge(sc.Expect, res.Outcome, res.Diagnoses, scale)
-	res.Verdict = result.Pass
-
-	for _, c := range res.Checks {
-		if !c.Passed {
-			res.Verdict = result.Fail
-		}
 	}
 
 	log.Add("", "run.verdict", res.Verdict)
@@ -363,94 +357,6 @@ func foreignTalosconfig(nodes []target.Node) (*clientconfig.Config, error) {
 	}
 
 	return in.Talosconfig()
-}
-
-// Judge compares the outcome and diagnoses with the expectations; scale turns
-// observed wall-clock waits into Talos time.
-func Judge(exp scenario.Expect, out result.Outcome, diags []result.Diagnosis, scale float64) []result.Check {
-	checks := []result.Check{}
-
-	add := func(name, expected, actual string) {
-		checks = append(checks, result.Check{Name: name, Expected: expected, Actual: actual, Passed: expected == actual})
-	}
-
-	if exp.Converged != nil {
-		add("converged", fmt.Sprint(*exp.Converged), fmt.Sprint(out.Converged))
-	}
-
-	if exp.Voters != nil {
-		add("voters", fmt.Sprint(*exp.Voters), fmt.Sprint(out.Voters))
-	}
-
-	if exp.Learners != nil {
-		add("learners", fmt.Sprint(*exp.Learners), fmt.Sprint(out.Learners))
-	}
-
-	if exp.NodesInMaintenance != nil {
-		want := slices.Sorted(slices.Values(exp.NodesInMaintenance))
-		got := slices.Sorted(slices.Values(out.NodesInMaintenance))
-		add("nodesInMaintenance", "["+strings.Join(want, " ")+"]", "["+strings.Join(got, " ")+"]")
-	}
-
-	for _, d := range exp.Diagnoses {
-		name := "diagnosis " + d.Code
-		if d.Node != "" {
-			name += " on " + d.Node
-		}
-
-		found := slices.ContainsFunc(diags, func(g result.Diagnosis) bool {
-			return g.Code == d.Code && (d.Node == "" || g.Node == d.Node)
-		})
-
-		add(name, "present", presence(found))
-	}
-
-	for _, want := range exp.Promotions {
-		lo, hi := want.AtLeast.Duration, want.AtMost.Duration
-		name := "promotion wait " + want.Node
-		actual := "never promoted"
-		passed := false
-
-		for _, p := range out.Promotions {
-			if p.Node != want.Node || p.PromotedMs < 0 {
-				continue
-			}
-
-			wait := time.Duration(float64(p.PromotedMs-p.LearnerMs)*scale) * time.Millisecond
-			actual = wait.Round(time.Second).String()
-			passed = wait >= lo && (hi == 0 || wait <= hi)
-		}
-
-		checks = append(checks, result.Check{Name: name, Expected: promotionBounds(lo, hi), Actual: actual, Passed: passed})
-	}
-
-	for _, code := range exp.NoDiagnoses {
-		found := slices.ContainsFunc(diags, func(g result.Diagnosis) bool { return g.Code == code })
-		add("no diagnosis "+code, "absent", map[bool]string{true: "present", false: "absent"}[found])
-	}
-
-	return checks
-}
-
-func promotionBounds(lo, hi time.Duration) string {
-	switch {
-	case hi == 0 && lo == 0:
-		return "promoted"
-	case hi == 0:
-		return ">= " + lo.String()
-	case lo == 0:
-		return "<= " + hi.String()
-	}
-
-	return lo.String() + " .. " + hi.String()
-}
-
-func presence(found bool) string {
-	if found {
-		return "present"
-	}
-
-	return "absent"
 }
 
 // IsInputError reports whether err is bad input (exit code 2).

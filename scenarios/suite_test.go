@@ -3,6 +3,8 @@ package scenarios_test
 import (
 	"context"
 	"fmt"
+	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -16,6 +18,7 @@ import (
 
 	"github.com/talchaos/talchaos/harness"
 	"github.com/talchaos/talchaos/harness/chaos"
+	"github.com/talchaos/talchaos/harness/judge"
 	"github.com/talchaos/talchaos/harness/result"
 	"github.com/talchaos/talchaos/harness/result/secretscan"
 	"github.com/talchaos/talchaos/harness/scenario"
@@ -62,6 +65,7 @@ var _ = Describe("built-in scenario", func() {
 			Expect(run.res.Checks).NotTo(BeEmpty(), "a scenario without expectations proves nothing")
 
 			Expect(run.leaks()).To(BeEmpty(), "secrets in what talchaos prints or writes")
+			Expect(run.rejudged(sc)).To(Succeed())
 		}, SpecTimeout(3*time.Minute))
 	}
 })
@@ -161,6 +165,34 @@ func runRecorded(ctx context.Context, sc *scenario.Scenario) *recordedRun {
 	Expect(werr).NotTo(HaveOccurred())
 
 	return run
+}
+
+// rejudged judges the run again from its report.json alone, as `talchaos
+// report --rejudge` does: the verdict, outcome and diagnoses must be the run's.
+func (r *recordedRun) rejudged(sc *scenario.Scenario) error {
+	back, err := reports.ReadJSON(filepath.Join(r.reportDir, reports.JSONFile))
+	if err != nil {
+		return err
+	}
+
+	if back.History == nil {
+		return fmt.Errorf("report.json has no history")
+	}
+
+	v := judge.Judge(*back.History, sc.Expect)
+
+	switch {
+	case v.Verdict != r.res.Verdict:
+		return fmt.Errorf("rejudged verdict %s, the run's %s", v.Verdict, r.res.Verdict)
+	case !reflect.DeepEqual(v.Diagnoses, r.res.Diagnoses):
+		return fmt.Errorf("rejudged diagnoses differ:\n%+v\nthe run's:\n%+v", v.Diagnoses, r.res.Diagnoses)
+	case !reflect.DeepEqual(v.Checks, r.res.Checks):
+		return fmt.Errorf("rejudged checks differ:\n%+v\nthe run's:\n%+v", v.Checks, r.res.Checks)
+	case v.Outcome.Converged != r.res.Outcome.Converged || v.Outcome.Voters != r.res.Outcome.Voters || v.Outcome.Learners != r.res.Outcome.Learners:
+		return fmt.Errorf("rejudged outcome %+v, the run's %+v", v.Outcome, r.res.Outcome)
+	}
+
+	return nil
 }
 
 // leaks scans the output and every report file for every secret of each

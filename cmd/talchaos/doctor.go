@@ -15,6 +15,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/talchaos/talchaos/harness/check"
+	"github.com/talchaos/talchaos/harness/history"
+	"github.com/talchaos/talchaos/harness/judge"
 	"github.com/talchaos/talchaos/harness/real"
 	"github.com/talchaos/talchaos/harness/result"
 )
@@ -121,7 +123,7 @@ func runDoctor(cmd *cobra.Command, opts doctorOptions) error {
 	reachable := false
 
 	for _, n := range obs.Ordered() {
-		reachable = reachable || n.Mode != check.ModeDown
+		reachable = reachable || n.Mode != history.ModeDown
 	}
 
 	var out bytes.Buffer
@@ -130,7 +132,7 @@ func runDoctor(cmd *cobra.Command, opts doctorOptions) error {
 		enc := json.NewEncoder(&out)
 		enc.SetIndent("", "  ")
 
-		if err := enc.Encode(map[string]any{"outcome": obs.Outcome(), "findings": findings}); err != nil {
+		if err := enc.Encode(map[string]any{"outcome": judge.OutcomeOf(obs), "findings": findings}); err != nil {
 			return &exitError{code: exitHarness, err: err}
 		}
 	} else {
@@ -151,7 +153,7 @@ func runDoctor(cmd *cobra.Command, opts doctorOptions) error {
 	return nil
 }
 
-func printDoctor(out io.Writer, obs *check.Observation, findings []check.Finding) {
+func printDoctor(out io.Writer, obs *history.Observation, findings []check.Finding) {
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "NODE\tAPI\tSTAGE\tETCD\tHEALTH")
 

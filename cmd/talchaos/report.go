@@ -2,20 +2,35 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/talchaos/talchaos/harness/buildinfo"
+	"github.com/talchaos/talchaos/harness/chaos"
+	"github.com/talchaos/talchaos/harness/judge"
+	"github.com/talchaos/talchaos/harness/result"
 	"github.com/talchaos/talchaos/reports"
 )
 
 func newReportCmd() *cobra.Command {
-	return &cobra.Command{
+	var rejudge bool
+
+	cmd := &cobra.Command{
 		Use:   "report DIR|report.json",
-		Short: "Print the summary of a run's report",
-		Args:  cobra.ExactArgs(1),
+		Short: "Print the summary of a run's report, or judge it again",
+		Long: `Print the summary of a run's report.
+
+With --rejudge the outcome, the diagnoses and the verdict are derived again from
+the run's recorded history and the expectations of the scenario copy the report
+holds (neither the nodes nor the scenario file are needed), and compared with
+what the run recorded. Exit code: that of the verdict (0 pass, 1 fail); 2 when
+the report holds no history (schema v1).`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			path := reportPath(args[0])
 
@@ -24,11 +39,53 @@ func newReportCmd() *cobra.Command {
 				return &exitError{code: exitInput, err: err}
 			}
 
-			fmt.Fprint(cmd.OutOrStdout(), reports.Summary(res))
+			if !rejudge {
+				fmt.Fprint(cmd.OutOrStdout(), reports.Summary(res))
 
-			return nil
+				return nil
+			}
+
+			return rejudgeReport(cmd.OutOrStdout(), path, res)
 		},
 	}
+
+	cmd.Flags().BoolVar(&rejudge, "rejudge", false, "derive the outcome, diagnoses and verdict again from the recorded history")
+
+	return cmd
+}
+
+// rejudgeReport judges a report's history again, prints the result and how it
+// compares with what the run recorded.
+func rejudgeReport(out io.Writer, path string, res *result.Result) error {
+	if res.History == nil || res.Source == nil {
+		return &exitError{code: exitInput, err: fmt.Errorf("%s: no recorded history and scenario copy to judge (a %s report?)", path, result.SchemaV1)}
+	}
+
+	sc, err := chaos.Parse(res.Source.Path, []byte(res.Source.Content))
+	if err != nil {
+		return &exitError{code: exitInput, err: fmt.Errorf("%s: the scenario copy it holds: %w", path, err)}
+	}
+
+	v := judge.Judge(*res.History, sc.Expect)
+
+	again := *res
+	again.Outcome, again.Diagnoses, again.Checks, again.Verdict = v.Outcome, v.Diagnoses, v.Checks, v.Verdict
+
+	fmt.Fprint(out, reports.Summary(&again))
+
+	same := v.Verdict == res.Verdict && reflect.DeepEqual(v.Diagnoses, res.Diagnoses) && reflect.DeepEqual(v.Checks, res.Checks)
+	if same {
+		fmt.Fprintf(out, "\nrejudged: the same verdict (%s), checks and diagnoses as the run recorded\n", strings.ToUpper(v.Verdict))
+	} else {
+		fmt.Fprintf(out, "\nrejudged: %s; the run recorded %s with %d diagnoses (this talchaos: %s; the run's: %s)\n",
+			strings.ToUpper(v.Verdict), strings.ToUpper(res.Verdict), len(res.Diagnoses), buildinfo.Read(), res.Tool)
+	}
+
+	if v.Verdict != result.Pass {
+		return &exitError{code: exitFail}
+	}
+
+	return nil
 }
 
 func newReplayCmd() *cobra.Command {

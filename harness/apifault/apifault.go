@@ -12,9 +12,11 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/talchaos/talchaos/harness/history"
 	"github.com/talchaos/talchaos/harness/target"
 )
 
@@ -105,7 +107,14 @@ func (a *Active) take() bool {
 func (a *Active) Intercept(ctx context.Context, call func(context.Context) (any, error)) (any, error) {
 	switch a.f.Mode {
 	case target.APIFail:
-		return nil, status.Errorf(a.code, "talchaos: injected fault: %s refused before it had any effect", a.f.RPC)
+		st := status.Newf(a.code, "talchaos: injected fault: %s refused before it had any effect", a.f.RPC)
+
+		// Typed, so a judge knows nothing was applied without reading the text.
+		if d, err := st.WithDetails(&errdetails.ErrorInfo{Reason: history.InjectedReason, Domain: history.InjectedDomain}); err == nil {
+			st = d
+		}
+
+		return nil, st.Err()
 	case target.APIDropReply:
 		// The call acts even though nobody will hear the answer.
 		actCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/talchaos/talchaos/harness/check"
+	"github.com/talchaos/talchaos/harness/history"
 	"github.com/talchaos/talchaos/harness/scenario"
 	"github.com/talchaos/talchaos/harness/target"
 	"github.com/talchaos/talchaos/sim"
@@ -188,14 +188,14 @@ func TestSupport(t *testing.T) {
 }
 
 func TestHolds(t *testing.T) {
-	o := check.NewObservation(0, []string{"cp1", "cp2", "cp3"})
-	members := []check.Member{
+	o := history.NewObservation(0, []string{"cp1", "cp2", "cp3"})
+	members := []history.Member{
 		{ID: 1, Hostname: "cp1", PeerURLs: []string{"https://127.0.9.2:2380"}},
 		{ID: 2, Hostname: "", PeerURLs: []string{"https://127.0.9.3:2380"}, IsLearner: true},
 	}
-	o.Nodes["cp1"] = &check.NodeObservation{Name: "cp1", Address: "127.0.9.2", Mode: check.ModeConfigured, Etcd: &check.Service{State: "Running"}, Members: members[:1]}
-	o.Nodes["cp2"] = &check.NodeObservation{Name: "cp2", Address: "127.0.9.3", Mode: check.ModeConfigured, Etcd: &check.Service{State: "Preparing"}}
-	o.Nodes["cp3"] = &check.NodeObservation{Name: "cp3", Address: "127.0.9.4", Mode: check.ModeMaintenance}
+	o.Nodes["cp1"] = &history.NodeObservation{Name: "cp1", Address: "127.0.9.2", Mode: history.ModeConfigured, Etcd: &history.Service{State: "Running"}, Members: members[:1]}
+	o.Nodes["cp2"] = &history.NodeObservation{Name: "cp2", Address: "127.0.9.3", Mode: history.ModeConfigured, Etcd: &history.Service{State: "Preparing"}}
+	o.Nodes["cp3"] = &history.NodeObservation{Name: "cp3", Address: "127.0.9.4", Mode: history.ModeMaintenance}
 
 	// cp1 saw itself alone first; a later view includes the new learner.
 	o.Nodes["cp1"].Members = members

@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/talchaos/talchaos/harness/check"
 	"github.com/talchaos/talchaos/harness/eventlog"
+	"github.com/talchaos/talchaos/harness/history"
 	"github.com/talchaos/talchaos/harness/result"
 	"github.com/talchaos/talchaos/harness/scenario"
 	"github.com/talchaos/talchaos/harness/target"
@@ -166,7 +166,7 @@ func permitted(sc *scenario.Scenario, tgt target.Target, p Planned, allowDestruc
 }
 
 // Holds reports whether the trigger's node is observed in its state.
-func Holds(obs *check.Observation, w scenario.When) bool {
+func Holds(obs *history.Observation, w scenario.When) bool {
 	node, state := w.Node, w.State
 
 	n := obs.Nodes[node]
@@ -178,7 +178,7 @@ func Holds(obs *check.Observation, w scenario.When) bool {
 	case scenario.StatePromoteRefused:
 		return n.PromoteRefusals >= w.Times()
 	case "left-maintenance":
-		return n.Mode == check.ModeConfigured
+		return n.Mode == history.ModeConfigured
 	case "etcd-running":
 		return n.Etcd != nil && n.Etcd.State == "Running"
 	case "bootstrapped":
@@ -209,6 +209,7 @@ type Schedule struct {
 	planned []Planned
 	cluster target.Cluster
 	log     *eventlog.Log
+	rec     *history.Recorder
 	scale   float64
 
 	mu      sync.Mutex
@@ -218,8 +219,8 @@ type Schedule struct {
 }
 
 // NewSchedule prepares the run of the planned faults.
-func NewSchedule(planned []Planned, cluster target.Cluster, log *eventlog.Log, scale float64) *Schedule {
-	s := &Schedule{planned: planned, cluster: cluster, log: log, scale: scale, heals: map[int]target.Heal{}}
+func NewSchedule(planned []Planned, cluster target.Cluster, log *eventlog.Log, rec *history.Recorder, scale float64) *Schedule {
+	s := &Schedule{planned: planned, cluster: cluster, log: log, rec: rec, scale: scale, heals: map[int]target.Heal{}}
 
 	for _, p := range planned {
 		s.records = append(s.records, &result.Fault{
@@ -235,7 +236,7 @@ func (s *Schedule) real(d scenario.Duration) time.Duration { return d.Real(s.sca
 // Run starts each fault when its trigger fires and heals it when its duration
 // ends. Observations drive state triggers. It returns when ctx ends; Stop heals
 // what is still active.
-func (s *Schedule) Run(ctx context.Context, observations <-chan *check.Observation) {
+func (s *Schedule) Run(ctx context.Context, observations <-chan *history.Observation) {
 	waiting := map[int]bool{}     // faults waiting for their start state
 	healWaiting := map[int]bool{} // faults waiting for their until state
 
@@ -266,6 +267,7 @@ func (s *Schedule) Run(ctx context.Context, observations <-chan *check.Observati
 				if Holds(obs, *w) {
 					delete(waiting, i)
 					s.log.Add(w.Node, "fault.trigger", fmt.Sprintf("%s: %s", s.planned[i].Spec.Name, describe(*w)))
+					s.rec.Trigger(w.Node, history.Trigger{Fault: s.planned[i].Spec.Name, State: w.State, Count: w.Count, AfterMs: w.After.Milliseconds()})
 					s.startAfter(ctx, i, s.real(w.After))
 				}
 			}
@@ -278,6 +280,7 @@ func (s *Schedule) Run(ctx context.Context, observations <-chan *check.Observati
 
 				healWaiting[i] = true
 				s.log.Add(u.Node, "fault.trigger", fmt.Sprintf("%s heals in %s: %s", p.Spec.Name, u.After, describe(*u)))
+				s.rec.Trigger(u.Node, history.Trigger{Fault: p.Spec.Name, State: u.State, Count: u.Count, Heal: true, AfterMs: u.After.Milliseconds()})
 				s.healAfter(ctx, i, s.real(u.After))
 			}
 		}
@@ -344,12 +347,14 @@ func (s *Schedule) start(ctx context.Context, i int) {
 	if err != nil {
 		rec.Error = err.Error()
 		s.log.Add(p.Node(), "fault.error", fmt.Sprintf("%s (%s): %s", p.Spec.Name, p.Spec.Kind, err))
+		s.rec.Fault(history.FaultEvent{Name: p.Spec.Name, Kind: p.Spec.Kind, Phase: history.FaultFailed, Nodes: p.Nodes, Error: err.Error()})
 
 		return
 	}
 
 	s.heals[i] = heal
 	s.log.Add(p.Node(), "fault.start", fmt.Sprintf("%s (%s) %s", p.Spec.Name, p.Spec.Kind, p.Trigger()))
+	s.rec.Fault(history.FaultEvent{Name: p.Spec.Name, Kind: p.Spec.Kind, Phase: history.FaultStarted, Nodes: p.Nodes})
 }
 
 func (s *Schedule) heal(i int) {
@@ -373,11 +378,13 @@ func (s *Schedule) heal(i int) {
 	if err != nil {
 		s.records[i].Error = err.Error()
 		s.log.Add(p.Node(), "fault.error", fmt.Sprintf("%s: heal: %s", p.Spec.Name, err))
+		s.rec.Fault(history.FaultEvent{Name: p.Spec.Name, Kind: p.Spec.Kind, Phase: history.FaultFailed, Nodes: p.Nodes, Error: "heal: " + err.Error()})
 
 		return
 	}
 
 	s.log.Add(p.Node(), "fault.stop", fmt.Sprintf("%s (%s) healed", p.Spec.Name, p.Spec.Kind))
+	s.rec.Fault(history.FaultEvent{Name: p.Spec.Name, Kind: p.Spec.Kind, Phase: history.FaultStopped, Nodes: p.Nodes})
 }
 
 // Stop waits for the fault goroutines (their context must be done) and heals

@@ -2,8 +2,6 @@ package check
 
 import (
 	"context"
-	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -11,6 +9,8 @@ import (
 	clientconfig "github.com/siderolabs/talos/pkg/machinery/client/config"
 
 	"github.com/talchaos/talchaos/harness/eventlog"
+	"github.com/talchaos/talchaos/harness/history"
+	"github.com/talchaos/talchaos/harness/judge"
 	"github.com/talchaos/talchaos/harness/result"
 	"github.com/talchaos/talchaos/harness/talosclient"
 	"github.com/talchaos/talchaos/harness/target"
@@ -36,14 +36,28 @@ const roleTimeout = 5 * time.Second
 // Examine looks at a live cluster once through its Talos API, as `talchaos
 // doctor` does: it finds out which nodes run etcd, reads their state and logs,
 // and returns what it sees and what is wrong.
-func Examine(ctx context.Context, cfg *clientconfig.Config, addresses []string, opts ExamineOptions) (*Observation, []Finding, error) {
+func Examine(ctx context.Context, cfg *clientconfig.Config, addresses []string, opts ExamineOptions) (*history.Observation, []Finding, error) {
 	nodes := make([]target.Node, 0, len(addresses))
 
 	for _, a := range addresses {
-		nodes = append(nodes, target.Node{Name: a, Address: hostOf(endpointOf(a)), Endpoint: endpointOf(a), Role: roleOf(ctx, cfg, a)})
+		nodes = append(nodes, target.Node{Name: a, Address: history.HostOf(endpointOf(a)), Endpoint: endpointOf(a), Role: roleOf(ctx, cfg, a)})
 	}
 
-	o, err := NewObserver(ctx, nodes, cfg, eventlog.New(), 0)
+	start := time.Now()
+
+	hn := make([]history.Node, len(nodes))
+	for i, n := range nodes {
+		hn[i] = history.Node{Name: n.Name, Role: n.Role, Address: n.Address}
+	}
+
+	scale := opts.TimeScale
+	if scale <= 0 {
+		scale = 1
+	}
+
+	rec := history.NewRecorder(start, scale, hn)
+
+	o, err := NewObserver(ctx, nodes, cfg, eventlog.New(), rec, 0)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -59,7 +73,7 @@ func Examine(ctx context.Context, cfg *clientconfig.Config, addresses []string, 
 	}
 
 	for _, n := range final.Ordered() {
-		if n.Mode != ModeConfigured {
+		if n.Mode != history.ModeConfigured {
 			continue
 		}
 
@@ -71,16 +85,16 @@ func Examine(ctx context.Context, cfg *clientconfig.Config, addresses []string, 
 		}
 	}
 
-	scale := opts.TimeScale
-	if scale <= 0 {
-		scale = 1
+	// The look is recorded after the roles are settled, as the last one.
+	for _, n := range final.Ordered() {
+		rec.Observe(final.At, n, true)
 	}
 
-	diags := Diagnose(&Evidence{Nodes: nodes, Final: final, Logs: o.Logs, EtcdLogs: o.EtcdLogs, Now: final.At, Scale: scale})
+	diags := judge.Diagnose(judge.FromHistory(rec.History(), judge.Options{Snapshot: true, Start: start}))
 
 	findings := make([]Finding, 0, len(diags))
 	for _, d := range diags {
-		findings = append(findings, Finding{Diagnosis: d, Remedy: remedy(d, final)})
+		findings = append(findings, Finding{Diagnosis: d, Remedy: judge.Remedy(d, final)})
 	}
 
 	return final, findings, nil
@@ -150,100 +164,4 @@ func (o *Observer) readLog(ctx context.Context, node, id string, line func(node,
 			partial = partial[i+1:]
 		}
 	}
-}
-
-// remedy is the commands that fix a diagnosis (talosctl, as an operator types them).
-func remedy(d result.Diagnosis, obs *Observation) []string {
-	main := obs.Main()
-	voter := ""
-
-	for _, n := range obs.Ordered() {
-		if m, ok := main.Member(n.Name, n.Address); ok && !m.IsLearner && n.Mode == ModeConfigured {
-			voter = n.Address
-
-			break
-		}
-	}
-
-	if voter == "" {
-		voter = "<a voting member>"
-	}
-
-	learner := func(pred func(Member) bool) []string {
-		var out []string
-
-		for _, m := range main.Members {
-			if m.IsLearner && pred(m) {
-				out = append(out, fmt.Sprintf("talosctl -n %s etcd remove-member %s", voter, m.IDString()))
-			}
-		}
-
-		return out
-	}
-
-	addr := d.Node
-	if n := obs.Nodes[d.Node]; n != nil {
-		addr = n.Address
-	}
-
-	ownLearner := func(m Member) bool {
-		return m.Hostname == d.Node || slices.Contains(m.PeerURLs, "https://"+addr+":2380")
-	}
-
-	switch d.Code {
-	case "api-unreachable":
-		return []string{"# is the machine powered on, booted and on the network? check its console, BMC or hypervisor",
-			fmt.Sprintf("talosctl -n %s version   # 'connection refused': the machine is up but apid is not listening; a timeout: the address is unreachable", addr)}
-	case "learner-promotion-pending":
-		return append([]string{"# wait: Talos retries the promotion until its promote window ends, then never again",
-			fmt.Sprintf("talosctl -n %s etcd status   # a learner far behind the leader's raft index is refused promotion", addr),
-			fmt.Sprintf("talosctl -n %s logs machined   # the promote loop's 'retrying error:' lines", addr),
-			"# if it is still a learner when the window has passed, it never will be:"},
-			remedyComment(append(learner(ownLearner), resetCommand(addr)))...)
-	case "too-many-learners":
-		return append(learner(func(Member) bool { return true }),
-			"# then wait: "+addr+"'s join loop adds it as the next learner")
-	case "stale-learner", "peer-url-exists":
-		return learner(func(m Member) bool { return m.Hostname == "" })
-	case "learner-not-promoted":
-		return append(learner(ownLearner), resetCommand(addr))
-	case "learner-not-synced":
-		return []string{"# wait while it catches up, and check the network between " + addr + " and the etcd leader",
-			fmt.Sprintf("talosctl -n %s etcd status", addr)}
-	case "node-in-maintenance":
-		return []string{fmt.Sprintf("talosctl apply-config --insecure -n %s -f <the node's machine config>", addr)}
-	case "tls-certificate-required":
-		return []string{fmt.Sprintf("talosctl --talosconfig <talosconfig> -n %s version   # the node has a config: use the talosconfig, not --insecure", addr)}
-	case "pki-mismatch":
-		return []string{"# use the talosconfig generated from the same secrets as the nodes' configs:",
-			"talosctl gen config --with-secrets secrets.yaml <cluster> <endpoint>   # never --force a new one",
-			fmt.Sprintf("# or reset the node and apply a matching config: talosctl -n %s reset", addr)}
-	case "split-brain":
-		return []string{fmt.Sprintf("talosctl -n %s reset --system-labels-to-wipe EPHEMERAL --reboot --graceful=false   # its etcd data is lost; it joins the main cluster", addr)}
-	case "config-invalid":
-		return []string{"talosctl validate --config <the node's machine config> --mode metal"}
-	case "apply-reply-lost":
-		return []string{fmt.Sprintf("talosctl -n %s version   # the config is applied: do not re-apply with --insecure", addr)}
-	case "no-quorum":
-		return []string{"# bring the missing members back; if they are lost for good, restore from a snapshot:",
-			fmt.Sprintf("talosctl -n %s etcd snapshot db.snapshot", addr),
-			fmt.Sprintf("talosctl -n %s bootstrap --recover-from=./db.snapshot", addr)}
-	}
-
-	return nil
-}
-
-// resetCommand wipes a node's etcd data and reboots it, so that it joins again.
-func resetCommand(addr string) string {
-	return fmt.Sprintf("talosctl -n %s reset --system-labels-to-wipe EPHEMERAL --reboot --graceful=false", addr)
-}
-
-// remedyComment turns commands into commented-out lines: what to run later, if needed.
-func remedyComment(cmds []string) []string {
-	out := make([]string, len(cmds))
-	for i, c := range cmds {
-		out[i] = "#   " + c
-	}
-
-	return out
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -17,7 +16,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/talchaos/talchaos/harness/eventlog"
-	"github.com/talchaos/talchaos/harness/result"
+	"github.com/talchaos/talchaos/harness/history"
 	"github.com/talchaos/talchaos/harness/talosclient"
 	"github.com/talchaos/talchaos/harness/target"
 )
@@ -28,19 +27,23 @@ type LogLine struct {
 	Text string
 }
 
-// Observer polls every node through its Talos API, records transitions in the
-// event log and keeps the nodes' machined logs. It never looks behind the API.
+// Observer polls every node through its Talos API and records what it sees:
+// every change of every node's state and the nodes' log lines go into the
+// run's history (judged later, by harness/judge), transitions into the event
+// log (for people watching). It never looks behind the API, and judges
+// nothing; it derives only what triggers need while the run goes on.
 type Observer struct {
 	nodes    []target.Node
 	cfg      *clientconfig.Config
 	log      *eventlog.Log
+	rec      *history.Recorder
 	interval time.Duration
 
 	clients map[string]*nodeClients
 
 	mu       sync.Mutex
-	latest   *Observation
-	subs     []chan *Observation
+	latest   *history.Observation
+	subs     []chan *history.Observation
 	lines    map[string][]LogLine
 	learners map[string]time.Duration // first time each hostname was seen as a learner
 	// refusalsFrom is, per learner, from when the leader's refusals to promote
@@ -64,9 +67,9 @@ type nodeClients struct {
 }
 
 // NewObserver prepares clients to every node; Run polls until ctx ends.
-func NewObserver(ctx context.Context, nodes []target.Node, cfg *clientconfig.Config, log *eventlog.Log, interval time.Duration) (*Observer, error) {
+func NewObserver(ctx context.Context, nodes []target.Node, cfg *clientconfig.Config, log *eventlog.Log, rec *history.Recorder, interval time.Duration) (*Observer, error) {
 	o := &Observer{
-		nodes: nodes, cfg: cfg, log: log, interval: interval,
+		nodes: nodes, cfg: cfg, log: log, rec: rec, interval: interval,
 		clients:      map[string]*nodeClients{},
 		lines:        map[string][]LogLine{},
 		learners:     map[string]time.Duration{},
@@ -119,8 +122,8 @@ func (o *Observer) Close() {
 
 // Subscribe returns a channel that receives every new observation; it is closed
 // when Run ends. Slow readers miss observations rather than block the observer.
-func (o *Observer) Subscribe() <-chan *Observation {
-	ch := make(chan *Observation, 16)
+func (o *Observer) Subscribe() <-chan *history.Observation {
+	ch := make(chan *history.Observation, 16)
 
 	o.mu.Lock()
 	o.subs = append(o.subs, ch)
@@ -130,63 +133,11 @@ func (o *Observer) Subscribe() <-chan *Observation {
 }
 
 // Latest is the most recent observation (nil before the first poll).
-func (o *Observer) Latest() *Observation {
+func (o *Observer) Latest() *history.Observation {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 
 	return o.latest
-}
-
-// Logs returns the machined log lines received from a node so far.
-func (o *Observer) Logs(node string) []LogLine {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-
-	return append([]LogLine(nil), o.lines[node]...)
-}
-
-// Promotions lists every member seen as a learner, with when it was promoted
-// (PromotedMs -1: never), in the order they became learners.
-func (o *Observer) Promotions(scale float64) []result.Promotion {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-
-	var out []result.Promotion
-
-	for name, since := range o.learners {
-		p := result.Promotion{Node: name, LearnerMs: since.Milliseconds(), PromotedMs: -1}
-
-		if at, ok := o.promoted[name]; ok {
-			p.PromotedMs = at.Milliseconds()
-			p.WaitTalos = time.Duration(float64(at-since) * scale).Round(time.Second).String()
-		}
-
-		out = append(out, p)
-	}
-
-	sort.Slice(out, func(i, j int) bool { return out[i].LearnerMs < out[j].LearnerMs })
-
-	return out
-}
-
-// PromotedAt reports when the member named hostname was seen promoted.
-func (o *Observer) PromotedAt(hostname string) (time.Duration, bool) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-
-	t, ok := o.promoted[hostname]
-
-	return t, ok
-}
-
-// LearnerSince reports when the member named hostname was first seen as a learner.
-func (o *Observer) LearnerSince(hostname string) (time.Duration, bool) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-
-	t, ok := o.learners[hostname]
-
-	return t, ok
 }
 
 // Run polls until ctx ends. The log followers it starts end with ctx too.
@@ -205,7 +156,7 @@ func (o *Observer) Run(ctx context.Context) {
 	// from the latest answer of every node.
 	var (
 		latestMu sync.Mutex
-		latest   = map[string]*NodeObservation{}
+		latest   = map[string]*history.NodeObservation{}
 		pollers  sync.WaitGroup
 	)
 
@@ -243,7 +194,7 @@ func (o *Observer) Run(ctx context.Context) {
 		case <-ticker.C:
 		}
 
-		obs := NewObservation(o.log.Since(), names)
+		obs := history.NewObservation(o.log.Since(), names)
 
 		latestMu.Lock()
 		for name, no := range latest {
@@ -257,14 +208,26 @@ func (o *Observer) Run(ctx context.Context) {
 	}
 }
 
+// Final observes every node once more, in parallel, and records it as the
+// run's last look at them.
+func (o *Observer) Final(ctx context.Context) *history.Observation {
+	obs := o.Poll(ctx)
+
+	for _, n := range obs.Ordered() {
+		o.rec.Observe(obs.At, n, true)
+	}
+
+	return obs
+}
+
 // Poll observes every node once, in parallel.
-func (o *Observer) Poll(ctx context.Context) *Observation {
+func (o *Observer) Poll(ctx context.Context) *history.Observation {
 	names := make([]string, len(o.nodes))
 	for i, n := range o.nodes {
 		names[i] = n.Name
 	}
 
-	obs := NewObservation(o.log.Since(), names)
+	obs := history.NewObservation(o.log.Since(), names)
 
 	var (
 		wg sync.WaitGroup
@@ -288,15 +251,15 @@ func (o *Observer) Poll(ctx context.Context) *Observation {
 
 const pollTimeout = 2 * time.Second
 
-func (o *Observer) pollNode(ctx context.Context, n target.Node) *NodeObservation {
+func (o *Observer) pollNode(ctx context.Context, n target.Node) *history.NodeObservation {
 	ctx, cancel := context.WithTimeout(ctx, pollTimeout)
 	defer cancel()
 
-	no := &NodeObservation{Name: n.Name, Address: n.Address, Role: n.Role, Mode: ModeUnknown}
+	no := &history.NodeObservation{Name: n.Name, Address: n.Address, Role: n.Role, Mode: history.ModeUnknown}
 	c := o.clients[n.Name]
 
-	configured := func(svcs *machine.ServiceListResponse) *NodeObservation {
-		no.Mode = ModeConfigured
+	configured := func(svcs *machine.ServiceListResponse) *history.NodeObservation {
+		no.Mode = history.ModeConfigured
 		fillServices(no, svcs)
 		no.Stage = stage(ctx, c.secure)
 
@@ -329,15 +292,15 @@ func (o *Observer) pollNode(ctx context.Context, n target.Node) *NodeObservation
 
 	switch {
 	case insErr == nil:
-		no.Mode = ModeMaintenance
+		no.Mode = history.ModeMaintenance
 		no.Stage = stage(ctx, c.insecure)
 		no.APIError = secErr.Error()
 	case strings.Contains(secErr.Error(), "certificate signed by unknown authority") &&
 		strings.Contains(insErr.Error(), "tls: certificate required"):
-		no.Mode = ModePKIMismatch
+		no.Mode = history.ModePKIMismatch
 		no.APIError = secErr.Error()
 	default:
-		no.Mode = ModeDown
+		no.Mode = history.ModeDown
 		no.APIError = secErr.Error()
 	}
 
@@ -353,10 +316,10 @@ func stage(ctx context.Context, c *client.Client) string {
 	return ms.TypedSpec().Stage.String()
 }
 
-func fillServices(no *NodeObservation, resp *machine.ServiceListResponse) {
+func fillServices(no *history.NodeObservation, resp *machine.ServiceListResponse) {
 	for _, msg := range resp.GetMessages() {
 		for _, s := range msg.GetServices() {
-			svc := &Service{
+			svc := &history.Service{
 				State:         s.GetState(),
 				Healthy:       s.GetHealth().GetHealthy(),
 				HealthUnknown: s.GetHealth().GetUnknown(),
@@ -402,7 +365,7 @@ func runningSince(events []*machine.ServiceEvent) time.Time {
 	return time.Time{}
 }
 
-func fillEtcd(ctx context.Context, no *NodeObservation, c *client.Client) {
+func fillEtcd(ctx context.Context, no *history.NodeObservation, c *client.Client) {
 	if no.Etcd == nil || no.Etcd.State != "Running" {
 		return
 	}
@@ -411,7 +374,7 @@ func fillEtcd(ctx context.Context, no *NodeObservation, c *client.Client) {
 		no.StatusErr = err.Error()
 	} else if len(st.GetMessages()) > 0 {
 		ms := st.GetMessages()[0].GetMemberStatus()
-		no.Status = &EtcdStatus{
+		no.Status = &history.EtcdStatus{
 			MemberID: ms.GetMemberId(), Leader: ms.GetLeader(), IsLearner: ms.GetIsLearner(),
 			RaftIndex: ms.GetRaftIndex(), AppliedIndex: ms.GetRaftAppliedIndex(),
 		}
@@ -430,19 +393,23 @@ func fillEtcd(ctx context.Context, no *NodeObservation, c *client.Client) {
 
 	for _, msg := range resp.GetMessages() {
 		for _, m := range msg.GetMembers() {
-			no.Members = append(no.Members, Member{ID: m.GetId(), Hostname: m.GetHostname(), PeerURLs: m.GetPeerUrls(), IsLearner: m.GetIsLearner()})
+			no.Members = append(no.Members, history.Member{ID: m.GetId(), Hostname: m.GetHostname(), PeerURLs: m.GetPeerUrls(), IsLearner: m.GetIsLearner()})
 		}
 	}
 }
 
 // record stores the observation, emits transition events, starts log followers
 // for newly configured nodes and notifies subscribers.
-func (o *Observer) record(ctx context.Context, obs *Observation) {
+func (o *Observer) record(ctx context.Context, obs *history.Observation) {
 	o.mu.Lock()
 	prev := o.latest
 	o.mu.Unlock()
 
 	o.transitions(prev, obs)
+
+	for _, n := range obs.Ordered() {
+		o.rec.Observe(obs.At, n, false)
+	}
 
 	// Complete the observation before anyone else can see it. Node
 	// observations are shared between ticks until the node is polled again:
@@ -457,11 +424,11 @@ func (o *Observer) record(ctx context.Context, obs *Observation) {
 
 	o.mu.Lock()
 	o.latest = obs
-	subs := append([]chan *Observation(nil), o.subs...)
+	subs := append([]chan *history.Observation(nil), o.subs...)
 	o.mu.Unlock()
 
 	for _, n := range obs.Ordered() {
-		if n.Mode == ModeConfigured {
+		if n.Mode == history.ModeConfigured {
 			o.follow(ctx, n.Name, n.Role == target.ControlPlane)
 		}
 	}
@@ -474,9 +441,9 @@ func (o *Observer) record(ctx context.Context, obs *Observation) {
 	}
 }
 
-func (o *Observer) transitions(prev, cur *Observation) {
+func (o *Observer) transitions(prev, cur *history.Observation) {
 	for _, n := range cur.Ordered() {
-		var p *NodeObservation
+		var p *history.NodeObservation
 		if prev != nil {
 			p = prev.Nodes[n.Name]
 		}
@@ -490,17 +457,17 @@ func (o *Observer) transitions(prev, cur *Observation) {
 			// Leaving maintenance can pass through a moment of "down" (v1.12's
 			// connection-refused window while the API switches to mutual TLS).
 			kind := "node.mode"
-			if n.Mode == ModeConfigured && o.wasMaintenance[n.Name] {
+			if n.Mode == history.ModeConfigured && o.wasMaintenance[n.Name] {
 				kind = "node.left-maintenance"
 				o.wasMaintenance[n.Name] = false
 			}
 
-			if n.Mode == ModeMaintenance {
+			if n.Mode == history.ModeMaintenance {
 				o.wasMaintenance[n.Name] = true
 			}
 
 			msg := fmt.Sprintf("%s → %s", from, n.Mode)
-			if n.Mode != ModeConfigured && n.APIError != "" {
+			if n.Mode != history.ModeConfigured && n.APIError != "" {
 				msg += ": " + n.APIError
 			}
 
@@ -508,7 +475,7 @@ func (o *Observer) transitions(prev, cur *Observation) {
 		}
 
 		// A node seen going down or rebooting starts new in-memory logs.
-		if n.Mode == ModeDown || n.Stage == "rebooting" || n.Stage == "resetting" {
+		if n.Mode == history.ModeDown || n.Stage == "rebooting" || n.Stage == "resetting" {
 			o.mu.Lock()
 			delete(o.seen, n.Name+"/machined")
 			delete(o.seen, n.Name+"/etcd")
@@ -527,8 +494,8 @@ func (o *Observer) transitions(prev, cur *Observation) {
 	o.membershipTransitions(prev, cur)
 }
 
-func (o *Observer) membershipTransitions(prev, cur *Observation) {
-	before := map[uint64]Member{}
+func (o *Observer) membershipTransitions(prev, cur *history.Observation) {
+	before := map[uint64]history.Member{}
 
 	if prev != nil {
 		for _, c := range prev.Clusters() {
@@ -545,11 +512,11 @@ func (o *Observer) membershipTransitions(prev, cur *Observation) {
 
 			switch {
 			case !existed && m.IsLearner:
-				o.log.Add(node, "etcd.learner-added", fmt.Sprintf("member %s %s added as learner%s", m.IDString(), displayName(m), unstarted(m)))
+				o.log.Add(node, "etcd.learner-added", fmt.Sprintf("member %s %s added as learner%s", m.IDString(), history.DisplayName(m), unstarted(m)))
 			case !existed:
-				o.log.Add(node, "etcd.member-added", fmt.Sprintf("member %s %s is a voting member", m.IDString(), displayName(m)))
+				o.log.Add(node, "etcd.member-added", fmt.Sprintf("member %s %s is a voting member", m.IDString(), history.DisplayName(m)))
 			case old.IsLearner && !m.IsLearner:
-				o.log.Add(node, "etcd.promoted", fmt.Sprintf("member %s %s promoted to voter", m.IDString(), displayName(m)))
+				o.log.Add(node, "etcd.promoted", fmt.Sprintf("member %s %s promoted to voter", m.IDString(), history.DisplayName(m)))
 
 				o.mu.Lock()
 				o.promoted[node] = cur.At
@@ -573,15 +540,15 @@ func (o *Observer) membershipTransitions(prev, cur *Observation) {
 	}
 
 	for _, m := range before {
-		if cur.hasEtcdView() {
-			o.log.Add(o.nodeOf(m), "etcd.member-removed", fmt.Sprintf("member %s %s removed", m.IDString(), displayName(m)))
+		if hasEtcdView(cur) {
+			o.log.Add(o.nodeOf(m), "etcd.member-removed", fmt.Sprintf("member %s %s removed", m.IDString(), history.DisplayName(m)))
 		}
 	}
 }
 
 // hasEtcdView reports whether any node answered a member list in this poll;
 // without one, members did not leave, they were just not seen.
-func (o *Observation) hasEtcdView() bool {
+func hasEtcdView(o *history.Observation) bool {
 	for _, n := range o.Nodes {
 		if len(n.Members) > 0 {
 			return true
@@ -591,15 +558,7 @@ func (o *Observation) hasEtcdView() bool {
 	return false
 }
 
-func displayName(m Member) string {
-	if m.Hostname == "" {
-		return "(unstarted, " + strings.Join(m.PeerURLs, ",") + ")"
-	}
-
-	return m.Hostname
-}
-
-func unstarted(m Member) string {
+func unstarted(m history.Member) string {
 	if m.Hostname == "" {
 		return " (not started yet)"
 	}
@@ -608,14 +567,14 @@ func unstarted(m Member) string {
 }
 
 // nodeOf maps a member to the node it belongs to, by hostname or peer URL.
-func (o *Observer) nodeOf(m Member) string {
+func (o *Observer) nodeOf(m history.Member) string {
 	for _, n := range o.nodes {
 		if m.Hostname != "" && m.Hostname == n.Name {
 			return n.Name
 		}
 
 		for _, u := range m.PeerURLs {
-			if hostOf(u) == n.Address {
+			if history.HostOf(u) == n.Address {
 				return n.Name
 			}
 		}
@@ -733,9 +692,13 @@ func (o *Observer) addEtcdLine(node, line string) {
 		return
 	}
 
+	at := o.log.Since()
+
 	o.mu.Lock()
-	o.etcdLines[node] = append(o.etcdLines[node], LogLine{At: o.log.Since(), Text: line})
+	o.etcdLines[node] = append(o.etcdLines[node], LogLine{At: at, Text: line})
 	o.mu.Unlock()
+
+	o.rec.Log(at, node, history.Log{Source: history.LogEtcd, Level: entry.Level, Text: line})
 
 	if entry.Level != "warn" {
 		o.log.Add(node, "log.etcd", entry.Level+": "+entry.Msg)
@@ -745,7 +708,7 @@ func (o *Observer) addEtcdLine(node, line string) {
 // refusalsStart is from when refusals count for node, first seen as a learner
 // in cur (o.mu held): since the poll before, unless another learner was seen
 // promoted later than that.
-func (o *Observer) refusalsStart(node string, prev, cur *Observation) time.Duration {
+func (o *Observer) refusalsStart(node string, prev, cur *history.Observation) time.Duration {
 	from := cur.At
 	if prev != nil {
 		from = prev.At
@@ -759,10 +722,6 @@ func (o *Observer) refusalsStart(node string, prev, cur *Observation) time.Durat
 
 	return from
 }
-
-// refusedPromotion is what etcd's leader logs each time it refuses to promote
-// a learner that is behind (etcd server/etcdserver/server.go).
-const refusedPromotion = "rejecting promote learner: learner is not ready"
 
 // promoteRefusals counts the refusals in any etcd log while node was a learner:
 // the line names no member, and etcd admits one learner at a time.
@@ -780,21 +739,13 @@ func (o *Observer) promoteRefusals(node string) int {
 
 	for _, lines := range o.etcdLines {
 		for _, l := range lines {
-			if l.At >= since && (!promoted || l.At <= until) && strings.Contains(l.Text, refusedPromotion) {
+			if l.At >= since && (!promoted || l.At <= until) && strings.Contains(l.Text, history.RefusedPromotion) {
 				count++
 			}
 		}
 	}
 
 	return count
-}
-
-// EtcdLogs returns the warnings and errors received from a node's etcd log.
-func (o *Observer) EtcdLogs(node string) []LogLine {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-
-	return append([]LogLine(nil), o.etcdLines[node]...)
 }
 
 func (o *Observer) addLine(node, line string) {
@@ -829,14 +780,15 @@ func (o *Observer) flushLine(node string) {
 	pending := o.pending[node] && len(lines) > 0
 	o.pending[node] = false
 
-	var text string
+	var last LogLine
 	if pending {
-		text = lines[len(lines)-1].Text
+		last = lines[len(lines)-1]
 	}
 	o.mu.Unlock()
 
 	if pending {
-		o.log.Add(node, "log.machined", text)
+		o.rec.Log(last.At, node, history.Log{Source: history.LogMachined, Text: last.Text})
+		o.log.Add(node, "log.machined", last.Text)
 	}
 }
 

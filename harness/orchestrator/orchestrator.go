@@ -14,8 +14,10 @@ import (
 
 	"github.com/siderolabs/talos/pkg/machinery/client"
 	clientconfig "github.com/siderolabs/talos/pkg/machinery/client/config"
+	"google.golang.org/grpc"
 
 	"github.com/talchaos/talchaos/harness/eventlog"
+	"github.com/talchaos/talchaos/harness/history"
 	"github.com/talchaos/talchaos/harness/scenario"
 	"github.com/talchaos/talchaos/harness/talosclient"
 	"github.com/talchaos/talchaos/harness/target"
@@ -39,6 +41,9 @@ type Env struct {
 	// Faults, when set, puts the target's client-side API faults into every
 	// client the orchestrator opens.
 	Faults target.ClientFaults
+	// Record, when set, receives every call the orchestrator's clients make,
+	// typed (RPC, client, gRPC code and message, duration): the run's history.
+	Record *history.Recorder
 	// Destructive permits remedies that remove members, reset, wipe or reboot
 	// nodes. Without it an orchestrator reports the remedy it would take, with
 	// the talosctl command, and stops.
@@ -153,16 +158,37 @@ func (e *Env) call(node, what string, err error) {
 	e.Log.Add(node, "orchestrator.call", fmt.Sprintf("%s %s: ok", what, node))
 }
 
-func (e *Env) step(msg string) { e.Log.Add("", "orchestrator.step", msg) }
+func (e *Env) step(msg string) {
+	e.Log.Add("", "orchestrator.step", msg)
+	e.Record.Step("", msg)
+}
 
 // secure opens a talosconfig client to the node; the caller closes it.
 func (e *Env) secure(ctx context.Context, n target.Node) (*client.Client, error) {
-	return talosclient.WithConfig(ctx, e.Talosconfig, n.Endpoint, talosclient.ForNode(n, e.Faults)...)
+	return talosclient.WithConfig(ctx, e.Talosconfig, n.Endpoint, e.dialOptions(n, history.ClientTalosconfig)...)
 }
 
 // insecure opens a maintenance client to the node; the caller closes it.
 func (e *Env) insecure(ctx context.Context, n target.Node) (*client.Client, error) {
-	return talosclient.Insecure(ctx, n.Endpoint, talosclient.ForNode(n, e.Faults)...)
+	return talosclient.Insecure(ctx, n.Endpoint, e.dialOptions(n, history.ClientInsecure)...)
+}
+
+// dialOptions reach the node (talosclient.ForNode) with every call recorded
+// in the history. The recorder sits outside the target's fault
+// interceptors: it records what the caller saw.
+func (e *Env) dialOptions(n target.Node, kind string) []grpc.DialOption {
+	rec := grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn,
+		invoker grpc.UnaryInvoker, opts ...grpc.CallOption,
+	) error {
+		start := time.Now()
+		err := invoker(ctx, method, req, reply, cc, opts...)
+
+		e.Record.Call(n.Name, method[strings.LastIndex(method, "/")+1:], kind, time.Since(start), err)
+
+		return err
+	})
+
+	return append([]grpc.DialOption{rec}, talosclient.ForNode(n, e.Faults)...)
 }
 
 // sleep waits d or until ctx ends.

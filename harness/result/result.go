@@ -6,6 +6,7 @@ package result
 import (
 	"github.com/talchaos/talchaos/harness/buildinfo"
 	"github.com/talchaos/talchaos/harness/eventlog"
+	"github.com/talchaos/talchaos/harness/history"
 )
 
 // Schema is the report schema identifier.
@@ -43,14 +44,17 @@ type Result struct {
 	Source *Source `json:"source,omitempty"`
 	// Schedule is the resolved fault schedule: every fault with the nodes
 	// the seed chose, its own seed and every parameter.
-	Schedule   []Planned        `json:"schedule"`
-	Verdict    string           `json:"verdict"`
-	Error      string           `json:"error,omitempty"`
-	Outcome    Outcome          `json:"outcome"`
-	Checks     []Check          `json:"checks"`
-	Diagnoses  []Diagnosis      `json:"diagnoses"`
-	Faults     []Fault          `json:"faults"`
-	Events     []eventlog.Event `json:"events"`
+	Schedule  []Planned        `json:"schedule"`
+	Verdict   string           `json:"verdict"`
+	Error     string           `json:"error,omitempty"`
+	Outcome   Outcome          `json:"outcome"`
+	Checks    []Check          `json:"checks"`
+	Diagnoses []Diagnosis      `json:"diagnoses"`
+	Faults    []Fault          `json:"faults"`
+	Events    []eventlog.Event `json:"events"`
+	// History is the typed record of the run the verdict is derived from
+	// (harness/judge); absent in v1 reports.
+	History    *history.History `json:"history,omitempty"`
 	StartedAt  string           `json:"startedAt"`
 	DurationMs int64            `json:"durationMs"`
 	Replay     string           `json:"replay"`

@@ -1,4 +1,4 @@
-package check
+package judge
 
 import (
 	"fmt"
@@ -6,31 +6,80 @@ import (
 	"strings"
 	"time"
 
-	"github.com/talchaos/talchaos/harness/eventlog"
+	"github.com/talchaos/talchaos/harness/history"
 	"github.com/talchaos/talchaos/harness/result"
 	"github.com/talchaos/talchaos/harness/target"
 )
 
-// Evidence is everything a diagnosis may draw on; all of it came through the
-// Talos API (observations, machined logs) or from the orchestrator's own calls.
+// Evidence is what the rules read, derived from a history alone (FromHistory):
+// the final look at the nodes, their logs, when each member was a learner and
+// was promoted, the orchestrator's calls and the nodes' mode changes.
 type Evidence struct {
-	Nodes []target.Node
-	Final *Observation
-	// Logs returns a node's machined log lines.
-	Logs func(node string) []LogLine
-	// EtcdLogs returns the warnings and errors of a node's etcd log.
-	EtcdLogs func(node string) []LogLine
-	// LearnerSince reports when a member name was first seen as a learner.
-	LearnerSince func(hostname string) (time.Duration, bool)
-	// PromotedAt reports when a member name was seen promoted.
-	PromotedAt func(hostname string) (time.Duration, bool)
-	Events     []eventlog.Event
+	Final *history.Observation
+
+	machined, etcd           map[string][]LogLine
+	learnerSince, promotedAt map[string]time.Duration
+	refusalsFrom             map[string]time.Duration
+
+	// Calls are the orchestrator's calls, in time order.
+	Calls []CallAt
+	// Changes are the nodes' API mode changes, in time order.
+	Changes []ModeChange
+
 	// PromoteWindow is the Talos promote window in wall-clock time.
 	PromoteWindow time.Duration
 	// Now is the offset of the final observation.
 	Now time.Duration
 	// Scale is the run's time scale (Talos time / wall-clock time).
 	Scale float64
+	// Snapshot is set for one look at a live cluster (the doctor): there is
+	// no timeline of the run, only the nodes' own clocks.
+	Snapshot bool
+}
+
+// LogLine is one line of a node's log, at its offset in the run.
+type LogLine struct {
+	At   time.Duration
+	Text string
+}
+
+// CallAt is an orchestrator call to a node, ended at At.
+type CallAt struct {
+	history.Call
+
+	Node string
+	At   time.Duration
+}
+
+// ModeChange is a node's API mode changing (history.ModeMaintenance → ...).
+// LeftMaintenance marks the change to configured of a node that was in
+// maintenance before (possibly through a moment of "down" while its API
+// switched to mutual TLS).
+type ModeChange struct {
+	Node, From, To  string
+	APIError        string
+	LeftMaintenance bool
+	At              time.Duration
+}
+
+// Logs is a node's machined log lines.
+func (ev *Evidence) Logs(node string) []LogLine { return ev.machined[node] }
+
+// EtcdLogs is the warnings and errors of a node's etcd log.
+func (ev *Evidence) EtcdLogs(node string) []LogLine { return ev.etcd[node] }
+
+// LearnerSince reports when the node's member was first seen as a learner.
+func (ev *Evidence) LearnerSince(node string) (time.Duration, bool) {
+	t, ok := ev.learnerSince[node]
+
+	return t, ok && !ev.Snapshot
+}
+
+// PromotedAt reports when the node's member was seen promoted.
+func (ev *Evidence) PromotedAt(node string) (time.Duration, bool) {
+	t, ok := ev.promotedAt[node]
+
+	return t, ok && !ev.Snapshot
 }
 
 // talosPromoteWindow is Talos's promote loop budget on every line (TALOS-FIDELITY.md §1).
@@ -75,24 +124,8 @@ var rules = []rule{
 	noQuorum,
 }
 
-// Diagnose runs every rule.
+// Diagnose runs every rule on the evidence of a history.
 func Diagnose(ev *Evidence) []result.Diagnosis {
-	if ev.Logs == nil {
-		ev.Logs = func(string) []LogLine { return nil }
-	}
-
-	if ev.EtcdLogs == nil {
-		ev.EtcdLogs = func(string) []LogLine { return nil }
-	}
-
-	if ev.LearnerSince == nil {
-		ev.LearnerSince = func(string) (time.Duration, bool) { return 0, false }
-	}
-
-	if ev.PromotedAt == nil {
-		ev.PromotedAt = func(string) (time.Duration, bool) { return 0, false }
-	}
-
 	if ev.PromoteWindow <= 0 {
 		ev.PromoteWindow = ev.talos(talosPromoteWindow)
 	}
@@ -130,13 +163,13 @@ func (ev *Evidence) lastLine(node, substr string) (LogLine, bool) {
 	return LogLine{}, false
 }
 
-// events returns the events of the given kind prefix whose message contains substr.
-func (ev *Evidence) events(kindPrefix, substr string) []eventlog.Event {
-	var out []eventlog.Event
+// calls lists the calls of an RPC to a node, in time order.
+func (ev *Evidence) calls(node, rpc string) []CallAt {
+	var out []CallAt
 
-	for _, e := range ev.Events {
-		if strings.HasPrefix(e.Kind, kindPrefix) && strings.Contains(e.Msg, substr) {
-			out = append(out, e)
+	for _, c := range ev.Calls {
+		if c.Node == node && c.RPC == rpc {
+			out = append(out, c)
 		}
 	}
 
@@ -145,7 +178,7 @@ func (ev *Evidence) events(kindPrefix, substr string) []eventlog.Event {
 
 // nodeOfMember finds the examined node that holds an etcd member: by name, or
 // by the address in its peer URLs.
-func (ev *Evidence) nodeOfMember(m Member) *NodeObservation {
+func (ev *Evidence) nodeOfMember(m history.Member) *history.NodeObservation {
 	for _, n := range ev.Final.Ordered() {
 		if m.Hostname != "" && m.Hostname == n.Name {
 			return n
@@ -154,7 +187,7 @@ func (ev *Evidence) nodeOfMember(m Member) *NodeObservation {
 
 	for _, n := range ev.Final.Ordered() {
 		for _, u := range m.PeerURLs {
-			if hostOf(u) == n.Address {
+			if history.HostOf(u) == n.Address {
 				return n
 			}
 		}
@@ -163,8 +196,8 @@ func (ev *Evidence) nodeOfMember(m Member) *NodeObservation {
 	return nil
 }
 
-func (ev *Evidence) controlPlanes() []*NodeObservation {
-	var out []*NodeObservation
+func (ev *Evidence) controlPlanes() []*history.NodeObservation {
+	var out []*history.NodeObservation
 
 	for _, n := range ev.Final.Ordered() {
 		if n.Role == target.ControlPlane {

@@ -1,4 +1,4 @@
-package check
+package judge
 
 import (
 	"encoding/json"
@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/talchaos/talchaos/harness/history"
 	"github.com/talchaos/talchaos/harness/result"
 )
 
@@ -94,9 +95,9 @@ func (ev *Evidence) slotTaken(node string, at time.Duration) time.Duration {
 // learner is what is known of one named learner member: whether Talos gave up
 // promoting it, and how long its promote loop has been running.
 type learner struct {
-	member Member
+	member history.Member
 	// node is the examined node that holds the member (nil: none of them).
-	node *NodeObservation
+	node *history.NodeObservation
 	name string // node name, or the member's hostname when no node holds it
 
 	failed    LogLine // "failed promoting member" in its machined log
@@ -249,7 +250,7 @@ func learnerPromotionPending(ev *Evidence) []result.Diagnosis {
 		}
 
 		evidence := l.runningFor(ev) + ", no \"failed promoting member\" in its machined log"
-		if l.node != nil && l.node.Mode != ModeConfigured {
+		if l.node != nil && l.node.Mode != history.ModeConfigured {
 			evidence = l.name + " is " + l.node.Mode + ": " + l.node.APIError
 		}
 
@@ -294,8 +295,8 @@ func learnerNotSynced(ev *Evidence) []result.Diagnosis {
 // leaderRefusals lists, in time order, the "learner is not ready" refusals in
 // any etcd log while node was a learner.
 func (ev *Evidence) leaderRefusals(node string) []LogLine {
-	since, ok := ev.LearnerSince(node)
-	if !ok {
+	since, ok := ev.refusalsFrom[node]
+	if !ok || ev.Snapshot {
 		return nil
 	}
 
@@ -305,7 +306,7 @@ func (ev *Evidence) leaderRefusals(node string) []LogLine {
 
 	for _, o := range ev.Final.Ordered() {
 		for _, l := range ev.EtcdLogs(o.Name) {
-			if !strings.Contains(l.Text, refusedPromotion) || l.At < since || (promoted && l.At > until) {
+			if !strings.Contains(l.Text, history.RefusedPromotion) || l.At < since || (promoted && l.At > until) {
 				continue
 			}
 
@@ -361,7 +362,7 @@ func staleLearner(ev *Evidence) []result.Diagnosis {
 
 		for _, n := range ev.Final.Ordered() {
 			for _, u := range m.PeerURLs {
-				if hostOf(u) == n.Address {
+				if history.HostOf(u) == n.Address {
 					owner = n.Name
 				}
 			}
@@ -382,7 +383,7 @@ func syncNote(ev *Evidence, node string) string {
 		return ""
 	}
 
-	var leader *EtcdStatus
+	var leader *history.EtcdStatus
 
 	for _, o := range ev.Final.Nodes {
 		if o.Status != nil && o.Status.MemberID == n.Status.Leader && n.Status.Leader != 0 {

@@ -1,11 +1,11 @@
-package check
+package judge
 
 import (
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/talchaos/talchaos/harness/eventlog"
+	"github.com/talchaos/talchaos/harness/history"
 	"github.com/talchaos/talchaos/harness/result"
 	"github.com/talchaos/talchaos/harness/target"
 )
@@ -19,7 +19,7 @@ const (
 // learnerCluster is cp1 a voter, cp2 down, cp3 a learner whose etcd has been
 // Running for `runningFor` (wall clock) when observed; names are the nodes' names,
 // or their addresses as `talchaos doctor` names them.
-func learnerCluster(byAddress bool, runningFor time.Duration) *Observation {
+func learnerCluster(byAddress bool, runningFor time.Duration) *history.Observation {
 	name := func(n, ip string) string {
 		if byAddress {
 			return ip
@@ -28,40 +28,34 @@ func learnerCluster(byAddress bool, runningFor time.Duration) *Observation {
 		return n
 	}
 
-	o := NewObservation(20*time.Second, []string{name("cp1", cp1), name("cp2", cp2), name("cp3", cp3)})
+	o := history.NewObservation(20*time.Second, []string{name("cp1", cp1), name("cp2", cp2), name("cp3", cp3)})
 	o.Wall = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
-	ms := []Member{member(1, "cp1", cp1, false), member(2, "cp2", cp2, false), member(3, "cp3", cp3, true)}
+	ms := []history.Member{member(1, "cp1", cp1, false), member(2, "cp2", cp2, false), member(3, "cp3", cp3, true)}
 
-	o.Nodes[name("cp1", cp1)] = &NodeObservation{Name: name("cp1", cp1), Address: cp1, Role: target.ControlPlane, Mode: ModeConfigured,
-		Etcd: running(true, ""), Members: ms, Status: &EtcdStatus{MemberID: 1, Leader: 1, RaftIndex: 900, AppliedIndex: 900}}
-	o.Nodes[name("cp2", cp2)] = &NodeObservation{Name: name("cp2", cp2), Address: cp2, Role: target.Worker, Mode: ModeDown, APIError: connRefused}
+	o.Nodes[name("cp1", cp1)] = &history.NodeObservation{Name: name("cp1", cp1), Address: cp1, Role: target.ControlPlane, Mode: history.ModeConfigured,
+		Etcd: running(true, ""), Members: ms, Status: &history.EtcdStatus{MemberID: 1, Leader: 1, RaftIndex: 900, AppliedIndex: 900}}
+	o.Nodes[name("cp2", cp2)] = &history.NodeObservation{Name: name("cp2", cp2), Address: cp2, Role: target.Worker, Mode: history.ModeDown, APIError: connRefused}
 
 	etcd := running(false, errLearnerRPC)
 	if runningFor > 0 {
 		etcd.Started = o.Wall.Add(-runningFor)
 	}
 
-	o.Nodes[name("cp3", cp3)] = &NodeObservation{Name: name("cp3", cp3), Address: cp3, Role: target.ControlPlane, Mode: ModeConfigured,
-		Etcd: etcd, Status: &EtcdStatus{MemberID: 3, Leader: 1, IsLearner: true, RaftIndex: 880, AppliedIndex: 870}}
+	o.Nodes[name("cp3", cp3)] = &history.NodeObservation{Name: name("cp3", cp3), Address: cp3, Role: target.ControlPlane, Mode: history.ModeConfigured,
+		Etcd: etcd, Status: &history.EtcdStatus{MemberID: 3, Leader: 1, IsLearner: true, RaftIndex: 880, AppliedIndex: 870}}
 
 	return o
 }
 
 func TestLearnerPromotion(t *testing.T) {
-	logsOf := func(node string, lines ...string) func(string) []LogLine {
-		return func(n string) []LogLine {
-			if n != node {
-				return nil
-			}
-
-			var out []LogLine
-			for _, l := range lines {
-				out = append(out, LogLine{At: 15 * time.Second, Text: l})
-			}
-
-			return out
+	logsOf := func(node string, lines ...string) map[string][]LogLine {
+		var out []LogLine
+		for _, l := range lines {
+			out = append(out, LogLine{At: 15 * time.Second, Text: l})
 		}
+
+		return map[string][]LogLine{node: out}
 	}
 
 	for _, tc := range []struct {
@@ -77,7 +71,7 @@ func TestLearnerPromotion(t *testing.T) {
 	}{
 		{
 			name:     "the promote loop gave up",
-			ev:       Evidence{Final: learnerCluster(false, 2*time.Second), Logs: logsOf("cp3", joinLine, promoteFailed), Scale: 60},
+			ev:       Evidence{Final: learnerCluster(false, 2*time.Second), machined: logsOf("cp3", joinLine, promoteFailed), Scale: 60},
 			code:     "learner-not-promoted",
 			node:     "cp3",
 			message:  []string{"member 0000000000000003 (cp3)", "never be promoted", "raft applied index 870 of the leader's 900"},
@@ -86,7 +80,7 @@ func TestLearnerPromotion(t *testing.T) {
 		},
 		{
 			name:     "the promote window has passed by the node's clock",
-			ev:       Evidence{Final: learnerCluster(false, 11*time.Second), Logs: logsOf("cp3", joinLine), Scale: 60},
+			ev:       Evidence{Final: learnerCluster(false, 11*time.Second), machined: logsOf("cp3", joinLine), Scale: 60},
 			code:     "learner-not-promoted",
 			node:     "cp3",
 			evidence: []string{"Running since 2026-03-01T11:59:49Z (11m0s of Talos time", "promote window 10m0s"},
@@ -94,8 +88,8 @@ func TestLearnerPromotion(t *testing.T) {
 		},
 		{
 			name: "the promote window has passed since the run saw it join",
-			ev: Evidence{Final: learnerCluster(false, 0), Logs: logsOf("cp3", joinLine), Scale: 60,
-				LearnerSince: func(n string) (time.Duration, bool) { return 5 * time.Second, n == "cp3" }, Now: 20 * time.Second},
+			ev: Evidence{Final: learnerCluster(false, 0), machined: logsOf("cp3", joinLine), Scale: 60,
+				learnerSince: map[string]time.Duration{"cp3": 5 * time.Second}, Now: 20 * time.Second},
 			code:     "learner-not-promoted",
 			node:     "cp3",
 			evidence: []string{"learner since 5.0s"},
@@ -103,7 +97,7 @@ func TestLearnerPromotion(t *testing.T) {
 		},
 		{
 			name:     "still inside its window",
-			ev:       Evidence{Final: learnerCluster(false, 3*time.Second), Logs: logsOf("cp3", joinLine, "retrying error: etcdserver: rpc not supported for learner"), Scale: 60},
+			ev:       Evidence{Final: learnerCluster(false, 3*time.Second), machined: logsOf("cp3", joinLine, "retrying error: etcdserver: rpc not supported for learner"), Scale: 60},
 			code:     "learner-promotion-pending",
 			node:     "cp3",
 			message:  []string{"still a learner, 3m0s into its 10m0s promote window", "gives up in 7m0s", "at 2026-03-01T12:00:07Z by the node's clock"},
@@ -112,7 +106,7 @@ func TestLearnerPromotion(t *testing.T) {
 		},
 		{
 			name:    "inside its window, but no join in this boot's log",
-			ev:      Evidence{Final: learnerCluster(false, 3*time.Second), Logs: logsOf("cp3", "service[etcd](Running): Started task etcd (PID 2) for container etcd"), Scale: 60},
+			ev:      Evidence{Final: learnerCluster(false, 3*time.Second), machined: logsOf("cp3", "service[etcd](Running): Started task etcd (PID 2) for container etcd"), Scale: 60},
 			code:    "learner-promotion-pending",
 			node:    "cp3",
 			message: []string{"shows no join", "Talos runs no promote loop"},
@@ -120,8 +114,8 @@ func TestLearnerPromotion(t *testing.T) {
 		},
 		{
 			name: "a run speaks in offsets from its start, not the nodes' clocks",
-			ev: Evidence{Final: learnerCluster(false, 2*time.Second), Logs: logsOf("cp3", joinLine), Scale: 60,
-				LearnerSince: func(n string) (time.Duration, bool) { return 15 * time.Second, n == "cp3" }, Now: 20 * time.Second},
+			ev: Evidence{Final: learnerCluster(false, 2*time.Second), machined: logsOf("cp3", joinLine), Scale: 60,
+				learnerSince: map[string]time.Duration{"cp3": 15 * time.Second}, Now: 20 * time.Second},
 			code:     "learner-promotion-pending",
 			node:     "cp3",
 			message:  []string{"5m0s into its 10m0s promote window", "gives up in 5m0s"},
@@ -130,7 +124,7 @@ func TestLearnerPromotion(t *testing.T) {
 		},
 		{
 			name:    "the doctor names nodes by address",
-			ev:      Evidence{Final: learnerCluster(true, 2*time.Second), Logs: logsOf(cp3, joinLine, promoteFailed), Scale: 60},
+			ev:      Evidence{Final: learnerCluster(true, 2*time.Second), machined: logsOf(cp3, joinLine, promoteFailed), Scale: 60},
 			code:    "learner-not-promoted",
 			node:    cp3,
 			message: []string{"member 0000000000000003 (cp3)", "raft applied index 870"},
@@ -174,7 +168,7 @@ func TestLearnerPromotion(t *testing.T) {
 				t.Errorf("unexpected %s in %v", tc.absent, got)
 			}
 
-			if remedy := remedy(d, tc.ev.Final); !strings.Contains(strings.Join(remedy, "\n"), "etcd remove-member 0000000000000003") {
+			if remedy := Remedy(d, tc.ev.Final); !strings.Contains(strings.Join(remedy, "\n"), "etcd remove-member 0000000000000003") {
 				t.Errorf("remedy does not remove the learner: %q", remedy)
 			}
 		})
@@ -183,9 +177,9 @@ func TestLearnerPromotion(t *testing.T) {
 
 func TestAPIUnreachable(t *testing.T) {
 	t.Run("a voter that does not answer", func(t *testing.T) {
-		ev := Evidence{Final: learnerCluster(false, 3*time.Second), Now: 20 * time.Second, Events: []eventlog.Event{
-			{TMs: 1000, Node: "cp2", Kind: "node.mode", Msg: "start → configured"},
-			{TMs: 12000, Node: "cp2", Kind: "node.mode", Msg: "configured → down: " + connRefused},
+		ev := Evidence{Final: learnerCluster(false, 3*time.Second), Now: 20 * time.Second, Changes: []ModeChange{
+			{Node: "cp2", From: "start", To: history.ModeConfigured, At: time.Second},
+			{Node: "cp2", From: history.ModeConfigured, To: history.ModeDown, APIError: connRefused, At: 12 * time.Second},
 		}}
 
 		got := Diagnose(&ev)
@@ -205,7 +199,7 @@ func TestAPIUnreachable(t *testing.T) {
 			}
 		}
 
-		if r := remedy(d, ev.Final); len(r) == 0 || !strings.Contains(strings.Join(r, "\n"), "talosctl -n "+cp2+" version") {
+		if r := Remedy(d, ev.Final); len(r) == 0 || !strings.Contains(strings.Join(r, "\n"), "talosctl -n "+cp2+" version") {
 			t.Errorf("remedy %q", r)
 		}
 
@@ -216,7 +210,7 @@ func TestAPIUnreachable(t *testing.T) {
 
 	t.Run("answering nodes are not unreachable", func(t *testing.T) {
 		o := obs(converged)
-		o.Nodes["cp2"].Mode = ModeMaintenance
+		o.Nodes["cp2"].Mode = history.ModeMaintenance
 
 		if d, ok := find(Diagnose(&Evidence{Final: o}), "api-unreachable", ""); ok {
 			t.Errorf("unexpected %v", d)

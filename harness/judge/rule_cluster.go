@@ -1,10 +1,11 @@
-package check
+package judge
 
 import (
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/talchaos/talchaos/harness/history"
 	"github.com/talchaos/talchaos/harness/result"
 )
 
@@ -21,7 +22,7 @@ func splitBrain(ev *Evidence) []result.Diagnosis {
 	for _, c := range clusters {
 		var names []string
 		for _, m := range c.Members {
-			names = append(names, displayName(m))
+			names = append(names, history.DisplayName(m))
 		}
 
 		parts = append(parts, fmt.Sprintf("{%s} seen by %s", strings.Join(names, ", "), strings.Join(c.Seen, ",")))

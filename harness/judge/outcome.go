@@ -1,23 +1,15 @@
-package check
+package judge
 
 import (
+	"github.com/talchaos/talchaos/harness/history"
 	"github.com/talchaos/talchaos/harness/result"
 	"github.com/talchaos/talchaos/harness/target"
 )
 
-// Main is the cluster the outcome is about: the largest one the nodes report.
-func (o *Observation) Main() Cluster {
-	if cs := o.Clusters(); len(cs) > 0 {
-		return cs[0]
-	}
-
-	return Cluster{}
-}
-
 // Converged reports whether the control plane formed: one etcd cluster, every
 // control plane a voting member with etcd running and healthy, no node left in
 // maintenance.
-func (o *Observation) Converged() bool {
+func Converged(o *history.Observation) bool {
 	if len(o.Clusters()) != 1 {
 		return false
 	}
@@ -25,7 +17,7 @@ func (o *Observation) Converged() bool {
 	main := o.Main()
 
 	for _, n := range o.Ordered() {
-		if n.Mode != ModeConfigured {
+		if n.Mode != history.ModeConfigured {
 			return false
 		}
 
@@ -42,12 +34,12 @@ func (o *Observation) Converged() bool {
 	return true
 }
 
-// Outcome summarises the final observation for the report.
-func (o *Observation) Outcome() result.Outcome {
+// OutcomeOf summarises an observation (the final one) for the report.
+func OutcomeOf(o *history.Observation) result.Outcome {
 	main := o.Main()
 
 	out := result.Outcome{
-		Converged:          o.Converged(),
+		Converged:          Converged(o),
 		Voters:             main.Voters(),
 		Learners:           main.Learners(),
 		NodesInMaintenance: []string{},
@@ -63,12 +55,12 @@ func (o *Observation) Outcome() result.Outcome {
 	}
 
 	for _, n := range o.Ordered() {
-		if n.Mode == ModeMaintenance {
+		if n.Mode == history.ModeMaintenance {
 			out.NodesInMaintenance = append(out.NodesInMaintenance, n.Name)
 		}
 
 		no := result.NodeOutcome{Name: n.Name, Address: n.Address, Role: string(n.Role), Stage: n.Stage}
-		if n.Mode != ModeConfigured {
+		if n.Mode != history.ModeConfigured {
 			no.APIError = n.APIError
 			if no.Stage == "" {
 				no.Stage = n.Mode

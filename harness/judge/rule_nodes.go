@@ -1,11 +1,10 @@
-package check
+package judge
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
-	"github.com/talchaos/talchaos/harness/eventlog"
+	"github.com/talchaos/talchaos/harness/history"
 
 	"github.com/talchaos/talchaos/harness/result"
 )
@@ -19,7 +18,7 @@ func apiUnreachable(ev *Evidence) []result.Diagnosis {
 	main := ev.Final.Main()
 
 	for _, n := range ev.Final.Ordered() {
-		if n.Mode != ModeDown {
+		if n.Mode != history.ModeDown {
 			continue
 		}
 
@@ -37,9 +36,9 @@ func apiUnreachable(ev *Evidence) []result.Diagnosis {
 		at := ev.Now
 
 		// When the run saw it go down.
-		for _, e := range ev.Events {
-			if e.Node == n.Name && e.Kind == "node.mode" && strings.Contains(e.Msg, "→ "+ModeDown) {
-				at = msDuration(e.TMs)
+		for _, c := range ev.Changes {
+			if c.Node == n.Name && c.To == history.ModeDown {
+				at = c.At
 			}
 		}
 
@@ -59,15 +58,22 @@ func nodeInMaintenance(ev *Evidence) []result.Diagnosis {
 	var out []result.Diagnosis
 
 	for _, n := range ev.Final.Ordered() {
-		if n.Mode != ModeMaintenance {
+		if n.Mode != history.ModeMaintenance {
 			continue
 		}
 
 		evidence := "the insecure client is answered; the talosconfig client gets: " + n.APIError
 
-		if errs := ev.events("orchestrator.error", "ApplyConfiguration "+n.Name+":"); len(errs) > 0 {
-			last := errs[len(errs)-1]
-			evidence = last.Msg + "; " + evidence
+		var failed []CallAt
+
+		for _, c := range ev.calls(n.Name, "ApplyConfiguration") {
+			if !c.OK() {
+				failed = append(failed, c)
+			}
+		}
+
+		if len(failed) > 0 {
+			evidence = describeCall(failed[len(failed)-1]) + "; " + evidence
 		}
 
 		out = append(out, diag("node-in-maintenance", n.Name,
@@ -85,16 +91,16 @@ func tlsCertificateRequired(ev *Evidence) []result.Diagnosis {
 
 	seen := map[string]bool{}
 
-	for _, e := range ev.events("orchestrator.error", "tls: certificate required") {
-		if seen[e.Node] {
+	for _, c := range ev.Calls {
+		if c.Failure != history.FailureCertificateRequired || seen[c.Node] {
 			continue
 		}
 
-		seen[e.Node] = true
+		seen[c.Node] = true
 
-		out = append(out, diag("tls-certificate-required", e.Node,
-			e.Node+" had left maintenance and requires a client certificate, but was called with the insecure (maintenance) client",
-			e.Msg, msDuration(e.TMs)))
+		out = append(out, diag("tls-certificate-required", c.Node,
+			c.Node+" had left maintenance and requires a client certificate, but was called with the insecure (maintenance) client",
+			describeCall(c), c.At))
 	}
 
 	return out
@@ -106,7 +112,7 @@ func pkiMismatch(ev *Evidence) []result.Diagnosis {
 	var out []result.Diagnosis
 
 	for _, n := range ev.Final.Ordered() {
-		if n.Mode != ModePKIMismatch {
+		if n.Mode != history.ModePKIMismatch {
 			continue
 		}
 
@@ -120,21 +126,18 @@ func pkiMismatch(ev *Evidence) []result.Diagnosis {
 	// talosconfig from other secrets. A failure followed by a success was only
 	// the node still switching out of maintenance.
 	for _, n := range ev.Final.Ordered() {
-		if n.Mode != ModeConfigured {
+		if n.Mode != history.ModeConfigured {
 			continue
 		}
 
-		var last *eventlog.Event
+		var last *CallAt
 
-		for _, e := range ev.Events {
-			if e.Node != n.Name {
-				continue
-			}
-
+		for _, c := range ev.Calls {
 			switch {
-			case e.Kind == "orchestrator.error" && strings.Contains(e.Msg, "certificate signed by unknown authority"):
-				last = &e
-			case e.Kind == "orchestrator.call" && !insecureCall(e.Msg):
+			case c.Node != n.Name || c.Client != history.ClientTalosconfig:
+			case c.Failure == history.FailureUnknownAuthority:
+				last = &c
+			case c.OK():
 				last = nil
 			}
 		}
@@ -142,16 +145,20 @@ func pkiMismatch(ev *Evidence) []result.Diagnosis {
 		if last != nil {
 			out = append(out, diag("pki-mismatch", n.Name,
 				"the orchestrator's talosconfig is not trusted by "+n.Name+": it was generated from other secrets than the node's config",
-				last.Msg, msDuration(last.TMs)))
+				describeCall(*last), last.At))
 		}
 	}
 
 	return out
 }
 
-// insecureCall reports whether an orchestrator call went through the maintenance client.
-func insecureCall(msg string) bool {
-	return strings.HasPrefix(msg, "ApplyConfiguration ") || strings.HasPrefix(msg, "Disks ")
+// describeCall is a call as evidence: "ApplyConfiguration cp2 (insecure): Unavailable: ...".
+func describeCall(c CallAt) string {
+	if c.OK() {
+		return fmt.Sprintf("%s %s (%s): ok", c.RPC, c.Node, c.Client)
+	}
+
+	return fmt.Sprintf("%s %s (%s): rpc error: code = %s desc = %s", c.RPC, c.Node, c.Client, c.Code, c.Message)
 }
 
 // configInvalid: the node refused the config with InvalidArgument (seed 001).
@@ -160,14 +167,14 @@ func configInvalid(ev *Evidence) []result.Diagnosis {
 
 	seen := map[string]bool{}
 
-	for _, e := range ev.events("orchestrator.error", "code = InvalidArgument") {
-		if seen[e.Node] {
+	for _, c := range ev.Calls {
+		if c.RPC != "ApplyConfiguration" || c.Code != "InvalidArgument" || seen[c.Node] {
 			continue
 		}
 
-		seen[e.Node] = true
+		seen[c.Node] = true
 
-		out = append(out, diag("config-invalid", e.Node, "the machine configuration for "+e.Node+" fails Talos's validation", e.Msg, msDuration(e.TMs)))
+		out = append(out, diag("config-invalid", c.Node, "the machine configuration for "+c.Node+" fails Talos's validation", describeCall(c), c.At))
 	}
 
 	return out
@@ -182,31 +189,25 @@ func applyReplyLost(ev *Evidence) []result.Diagnosis {
 	var out []result.Diagnosis
 
 	for _, n := range ev.Final.Ordered() {
-		var applies, leavings []eventlog.Event
+		applies := ev.calls(n.Name, "ApplyConfiguration")
 
-		for _, e := range ev.Events {
-			switch {
-			case e.Node != n.Name:
-			case isApply(e, n.Name):
-				applies = append(applies, e)
-			case e.Kind == "node.left-maintenance":
-				leavings = append(leavings, e)
+		prev := time.Duration(-1)
+
+		for _, left := range ev.Changes {
+			if left.Node != n.Name || !left.LeftMaintenance {
+				continue
 			}
-		}
 
-		var prev int64 = -1
-
-		for _, left := range leavings {
-			if failed, ok := lostApply(ev, applies, prev, left.TMs); ok {
+			if failed, ok := lostApply(ev, applies, prev, left.At); ok {
 				out = append(out, diag("apply-reply-lost", n.Name,
 					n.Name+" applied its configuration but the reply never reached the client",
 					fmt.Sprintf("%s; then %s left maintenance at %s with no successful ApplyConfiguration to explain it",
-						failed.Msg, n.Name, seconds(msDuration(left.TMs))), msDuration(failed.TMs)))
+						describeCall(failed), n.Name, seconds(left.At)), failed.At))
 
 				break
 			}
 
-			prev = left.TMs
+			prev = left.At
 		}
 	}
 
@@ -224,42 +225,42 @@ const applySettle = 2 * time.Second
 // to end after it, if it ended within a client's deadline). A success among
 // them explains the leaving; otherwise the last failure that may have acted is
 // the call whose reply was lost.
-func lostApply(ev *Evidence, applies []eventlog.Event, prev, left int64) (eventlog.Event, bool) {
+func lostApply(ev *Evidence, applies []CallAt, prev, left time.Duration) (CallAt, bool) {
 	var (
-		candidate eventlog.Event
+		candidate CallAt
 		found     bool
 	)
 
-	consider := func(e eventlog.Event) bool {
-		if e.Kind == "orchestrator.call" {
+	consider := func(c CallAt) bool {
+		if c.OK() {
 			return false // a success explains the leaving
 		}
 
-		if mayHaveActed(e.Msg) {
-			candidate, found = e, true
+		if c.Failure.MayHaveActed() {
+			candidate, found = c, true
 		}
 
 		return true
 	}
 
-	for _, e := range applies {
-		if e.TMs > prev && e.TMs <= left && !consider(e) {
-			return eventlog.Event{}, false
+	for _, c := range applies {
+		if c.At > prev && c.At <= left && !consider(c) {
+			return CallAt{}, false
 		}
 	}
 
-	for _, e := range applies {
-		if e.TMs <= left {
+	for _, c := range applies {
+		if c.At <= left {
 			continue
 		}
 
-		inFlight := msDuration(e.TMs-left) <= max(ev.talos(clientDeadline), minClientDeadline)
-		if e.Kind == "orchestrator.call" && msDuration(e.TMs-left) <= applySettle {
-			return eventlog.Event{}, false
+		inFlight := c.At-left <= max(ev.talos(clientDeadline), minClientDeadline)
+		if c.OK() && c.At-left <= applySettle {
+			return CallAt{}, false
 		}
 
-		if inFlight && e.Kind == "orchestrator.error" && mayHaveActed(e.Msg) {
-			candidate, found = e, true
+		if inFlight && !c.OK() && c.Failure.MayHaveActed() {
+			candidate, found = c, true
 		}
 
 		break
@@ -275,45 +276,3 @@ const (
 	clientDeadline    = 30 * time.Second
 	minClientDeadline = 2 * time.Second
 )
-
-func isApply(e eventlog.Event, node string) bool {
-	return (e.Kind == "orchestrator.error" || e.Kind == "orchestrator.call") && strings.HasPrefix(e.Msg, "ApplyConfiguration "+node+":")
-}
-
-// mayHaveActed reports whether a failed call may have had its effect: its error
-// leaves it open whether the server acted (no answer came back), and it does not
-// itself say that nothing was done.
-func mayHaveActed(msg string) bool {
-	return ambiguous(msg) && !nothingDone(msg)
-}
-
-// ambiguous reports whether a call error leaves it open whether the server acted.
-func ambiguous(msg string) bool {
-	for _, s := range []string{"code = DeadlineExceeded", "code = Unavailable", "code = Canceled", "context deadline exceeded", "connection reset", "EOF"} {
-		if strings.Contains(msg, s) {
-			return true
-		}
-	}
-
-	return false
-}
-
-// nothingDone reports whether a failure says the request never took effect: it
-// was refused before it acted (an injected api-fail), or never reached the
-// server's handler (no connection, a refused TLS handshake).
-func nothingDone(msg string) bool {
-	for _, s := range []string{
-		"refused before it had any effect",
-		"connection refused",
-		"Error while dialing",
-		"tls: certificate required",
-		"certificate signed by unknown authority",
-		"authentication handshake failed",
-	} {
-		if strings.Contains(msg, s) {
-			return true
-		}
-	}
-
-	return false
-}

@@ -1,4 +1,4 @@
-package harness
+package judge
 
 import (
 	"testing"
@@ -10,7 +10,7 @@ import (
 
 func ptr[T any](v T) *T { return &v }
 
-func TestJudge(t *testing.T) {
+func TestChecks(t *testing.T) {
 	stuck := result.Outcome{Voters: 1, Learners: 1, NodesInMaintenance: []string{}}
 	diags := []result.Diagnosis{{Code: "too-many-learners", Node: "cp3"}, {Code: "learner-not-promoted", Node: "cp2"}}
 
@@ -35,7 +35,7 @@ func TestJudge(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var failed []string
 
-			for _, c := range Judge(tc.exp, tc.out, tc.diags, 1) {
+			for _, c := range Checks(tc.exp, tc.out, tc.diags, 1) {
 				if !c.Passed {
 					failed = append(failed, c.Name)
 				}
@@ -71,7 +71,7 @@ func TestJudgePromotions(t *testing.T) {
 		{"never promoted", scenario.ExpectedPromotion{Node: "cp3"}, false, "never promoted"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			checks := Judge(scenario.Expect{Promotions: []scenario.ExpectedPromotion{tc.want}}, out, nil, 60)
+			checks := Checks(scenario.Expect{Promotions: []scenario.ExpectedPromotion{tc.want}}, out, nil, 60)
 			if len(checks) != 1 || checks[0].Passed != tc.passed || checks[0].Actual != tc.actual {
 				t.Fatalf("checks %+v, want passed=%v actual=%q", checks, tc.passed, tc.actual)
 			}

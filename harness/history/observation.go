@@ -1,7 +1,4 @@
-// Package check observes nodes through the Talos API only, turns what it sees
-// into events, and derives the outcome and the diagnoses of a run. It is shared
-// by the engine and `talchaos doctor`.
-package check
+package history
 
 import (
 	"fmt"
@@ -23,16 +20,16 @@ const (
 
 // Service is a Talos service as ServiceList shows it.
 type Service struct {
-	State         string
-	Message       string // last event's message
-	Healthy       bool
-	HealthUnknown bool
-	HealthMessage string
+	State         string `json:"state"`
+	Message       string `json:"message,omitempty"` // last event's message
+	Healthy       bool   `json:"healthy,omitempty"`
+	HealthUnknown bool   `json:"healthUnknown,omitempty"`
+	HealthMessage string `json:"healthMessage,omitempty"`
 	// Started is when the service reached Running after it last started, by
 	// the node's clock (the timestamp of that ServiceList event); zero when it
 	// is not Running or no such event is left in its history. etcd's promote
 	// loop starts then.
-	Started time.Time
+	Started time.Time `json:"started,omitzero"`
 }
 
 // Running reports whether the service is Running and healthy.
@@ -40,10 +37,10 @@ func (s *Service) Running() bool { return s != nil && s.State == "Running" && s.
 
 // Member is one etcd member as EtcdMemberList reports it.
 type Member struct {
-	ID        uint64
-	Hostname  string
-	PeerURLs  []string
-	IsLearner bool
+	ID        uint64   `json:"id"`
+	Hostname  string   `json:"hostname,omitempty"`
+	PeerURLs  []string `json:"peerURLs"`
+	IsLearner bool     `json:"isLearner,omitempty"`
 }
 
 // IDString is the member ID as talosctl prints it.
@@ -51,31 +48,32 @@ func (m Member) IDString() string { return fmt.Sprintf("%016x", m.ID) }
 
 // EtcdStatus is the local member's status.
 type EtcdStatus struct {
-	MemberID     uint64
-	Leader       uint64
-	IsLearner    bool
-	RaftIndex    uint64
-	AppliedIndex uint64
+	MemberID     uint64 `json:"memberID"`
+	Leader       uint64 `json:"leader"`
+	IsLearner    bool   `json:"isLearner,omitempty"`
+	RaftIndex    uint64 `json:"raftIndex"`
+	AppliedIndex uint64 `json:"appliedIndex"`
 }
 
 // NodeObservation is one node at one poll.
 type NodeObservation struct {
-	Name     string
-	Address  string
-	Role     target.Role
-	Mode     string
-	APIError string // the error that decided Mode when not configured
-	Stage    string
-	Etcd     *Service
-	Kubelet  *Service
+	Name     string      `json:"name"`
+	Address  string      `json:"address"`
+	Role     target.Role `json:"role"`
+	Mode     string      `json:"mode"`
+	APIError string      `json:"apiError,omitempty"` // the error that decided Mode when not configured
+	Stage    string      `json:"stage,omitempty"`
+	Etcd     *Service    `json:"etcd,omitempty"`
+	Kubelet  *Service    `json:"kubelet,omitempty"`
 	// Members is the member list the node's local etcd member reports (QueryLocal).
-	Members    []Member
-	MembersErr string
-	Status     *EtcdStatus
-	StatusErr  string
+	Members    []Member    `json:"members,omitempty"`
+	MembersErr string      `json:"membersError,omitempty"`
+	Status     *EtcdStatus `json:"status,omitempty"`
+	StatusErr  string      `json:"statusError,omitempty"`
 	// PromoteRefusals counts the leader's refusals to promote this node since
 	// it became a learner ("rejecting promote learner: learner is not ready").
-	PromoteRefusals int
+	// Live only (it drives triggers); a history recomputes it from the logs.
+	PromoteRefusals int `json:"-"`
 }
 
 // Observation is the cluster at one poll.
@@ -139,7 +137,7 @@ func (c Cluster) Member(hostname, address string) (Member, bool) {
 
 	for _, m := range c.Members {
 		for _, u := range m.PeerURLs {
-			if hostOf(u) == address {
+			if HostOf(u) == address {
 				return m, true
 			}
 		}
@@ -223,7 +221,8 @@ func shareMember(a, b Cluster) bool {
 	return false
 }
 
-func hostOf(u string) string {
+// HostOf is the host of a URL or host:port ("https://10.0.0.2:2380" gives 10.0.0.2).
+func HostOf(u string) string {
 	if _, rest, ok := strings.Cut(u, "://"); ok {
 		u = rest
 	}
@@ -234,3 +233,18 @@ func hostOf(u string) string {
 
 	return strings.Trim(u, "[]")
 }
+
+// DisplayName is a member's name, or "(unstarted, <peer URLs>)" for a learner
+// that never started.
+func DisplayName(m Member) string {
+	if m.Hostname == "" {
+		return "(unstarted, " + strings.Join(m.PeerURLs, ",") + ")"
+	}
+
+	return m.Hostname
+}
+
+// RefusedPromotion is what etcd's leader logs each time it refuses to promote
+// a learner that is not in sync (etcd 3.6 server/etcdserver/server.go,
+// mayPromoteMember). The line names no member.
+const RefusedPromotion = "rejecting promote learner: learner is not ready"

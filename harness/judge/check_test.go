@@ -1,11 +1,11 @@
-package check
+package judge
 
 import (
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/talchaos/talchaos/harness/eventlog"
+	"github.com/talchaos/talchaos/harness/history"
 	"github.com/talchaos/talchaos/harness/target"
 )
 
@@ -15,22 +15,22 @@ const (
 	cp3 = "127.0.9.4"
 )
 
-func member(id uint64, name, ip string, learner bool) Member {
-	return Member{ID: id, Hostname: name, PeerURLs: []string{"https://" + ip + ":2380"}, IsLearner: learner}
+func member(id uint64, name, ip string, learner bool) history.Member {
+	return history.Member{ID: id, Hostname: name, PeerURLs: []string{"https://" + ip + ":2380"}, IsLearner: learner}
 }
 
-func running(healthy bool, msg string) *Service {
-	return &Service{State: "Running", Message: "Started task etcd (PID 2) for container etcd", Healthy: healthy, HealthMessage: msg}
+func running(healthy bool, msg string) *history.Service {
+	return &history.Service{State: "Running", Message: "Started task etcd (PID 2) for container etcd", Healthy: healthy, HealthMessage: msg}
 }
 
-var preparing = &Service{State: "Preparing", Message: "Running pre state", HealthUnknown: true}
+var preparing = &history.Service{State: "Preparing", Message: "Running pre state", HealthUnknown: true}
 
 // obs builds a three-control-plane observation; f adjusts it.
-func obs(f func(o *Observation)) *Observation {
-	o := NewObservation(10*time.Second, []string{"cp1", "cp2", "cp3"})
+func obs(f func(o *history.Observation)) *history.Observation {
+	o := history.NewObservation(10*time.Second, []string{"cp1", "cp2", "cp3"})
 
 	for name, ip := range map[string]string{"cp1": cp1, "cp2": cp2, "cp3": cp3} {
-		o.Nodes[name] = &NodeObservation{Name: name, Address: ip, Role: target.ControlPlane, Mode: ModeConfigured, Stage: "running"}
+		o.Nodes[name] = &history.NodeObservation{Name: name, Address: ip, Role: target.ControlPlane, Mode: history.ModeConfigured, Stage: "running"}
 	}
 
 	f(o)
@@ -38,8 +38,8 @@ func obs(f func(o *Observation)) *Observation {
 	return o
 }
 
-func converged(o *Observation) {
-	ms := []Member{member(1, "cp1", cp1, false), member(2, "cp2", cp2, false), member(3, "cp3", cp3, false)}
+func converged(o *history.Observation) {
+	ms := []history.Member{member(1, "cp1", cp1, false), member(2, "cp2", cp2, false), member(3, "cp3", cp3, false)}
 
 	for _, n := range o.Nodes {
 		n.Etcd = running(true, "")
@@ -50,32 +50,32 @@ func converged(o *Observation) {
 func TestClustersAndConvergence(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
-		o         *Observation
+		o         *history.Observation
 		clusters  int
 		voters    int
 		learners  int
 		converged bool
 	}{
 		{"three voters", obs(converged), 1, 3, 0, true},
-		{"learner stuck", obs(func(o *Observation) {
-			ms := []Member{member(1, "cp1", cp1, false), member(2, "cp2", cp2, true)}
+		{"learner stuck", obs(func(o *history.Observation) {
+			ms := []history.Member{member(1, "cp1", cp1, false), member(2, "cp2", cp2, true)}
 			o.Nodes["cp1"].Etcd, o.Nodes["cp1"].Members = running(true, ""), ms
 			o.Nodes["cp2"].Etcd = running(false, errLearnerRPC)
 			o.Nodes["cp3"].Etcd = preparing
 		}), 1, 1, 1, false},
-		{"views from different moments are one cluster", obs(func(o *Observation) {
+		{"views from different moments are one cluster", obs(func(o *history.Observation) {
 			converged(o)
-			o.Nodes["cp3"].Members = []Member{member(1, "cp1", cp1, false), member(3, "cp3", cp3, false)}
+			o.Nodes["cp3"].Members = []history.Member{member(1, "cp1", cp1, false), member(3, "cp3", cp3, false)}
 		}), 1, 3, 0, true},
-		{"split brain", obs(func(o *Observation) {
+		{"split brain", obs(func(o *history.Observation) {
 			converged(o)
-			o.Nodes["cp1"].Members = []Member{member(1, "cp1", cp1, false), member(2, "cp2", cp2, false)}
+			o.Nodes["cp1"].Members = []history.Member{member(1, "cp1", cp1, false), member(2, "cp2", cp2, false)}
 			o.Nodes["cp2"].Members = o.Nodes["cp1"].Members
-			o.Nodes["cp3"].Members = []Member{member(9, "cp3", cp3, false)}
+			o.Nodes["cp3"].Members = []history.Member{member(9, "cp3", cp3, false)}
 		}), 2, 2, 0, false},
-		{"node in maintenance", obs(func(o *Observation) {
+		{"node in maintenance", obs(func(o *history.Observation) {
 			converged(o)
-			o.Nodes["cp3"].Mode, o.Nodes["cp3"].Members, o.Nodes["cp3"].Etcd = ModeMaintenance, nil, nil
+			o.Nodes["cp3"].Mode, o.Nodes["cp3"].Members, o.Nodes["cp3"].Etcd = history.ModeMaintenance, nil, nil
 		}), 1, 3, 0, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -83,7 +83,7 @@ func TestClustersAndConvergence(t *testing.T) {
 				t.Errorf("clusters %d, want %d", got, tc.clusters)
 			}
 
-			out := tc.o.Outcome()
+			out := OutcomeOf(tc.o)
 			if out.Voters != tc.voters || out.Learners != tc.learners || out.Converged != tc.converged {
 				t.Errorf("outcome voters=%d learners=%d converged=%v, want %d %d %v", out.Voters, out.Learners, out.Converged, tc.voters, tc.learners, tc.converged)
 			}
@@ -92,12 +92,12 @@ func TestClustersAndConvergence(t *testing.T) {
 }
 
 func TestDiagnose(t *testing.T) {
-	stuck := obs(func(o *Observation) {
-		ms := []Member{member(1, "cp1", cp1, false), member(2, "cp2", cp2, true)}
+	stuck := obs(func(o *history.Observation) {
+		ms := []history.Member{member(1, "cp1", cp1, false), member(2, "cp2", cp2, true)}
 		o.Nodes["cp1"].Etcd, o.Nodes["cp1"].Members = running(true, ""), ms
-		o.Nodes["cp1"].Status = &EtcdStatus{MemberID: 1, Leader: 1, RaftIndex: 2168, AppliedIndex: 2168}
+		o.Nodes["cp1"].Status = &history.EtcdStatus{MemberID: 1, Leader: 1, RaftIndex: 2168, AppliedIndex: 2168}
 		o.Nodes["cp2"].Etcd = running(false, errLearnerRPC)
-		o.Nodes["cp2"].Status = &EtcdStatus{MemberID: 2, Leader: 1, IsLearner: true, RaftIndex: 2168, AppliedIndex: 2168}
+		o.Nodes["cp2"].Status = &history.EtcdStatus{MemberID: 2, Leader: 1, IsLearner: true, RaftIndex: 2168, AppliedIndex: 2168}
 		o.Nodes["cp3"].Etcd = preparing
 	})
 
@@ -114,15 +114,14 @@ func TestDiagnose(t *testing.T) {
 	}{
 		{
 			name: "seed 000: learner never promoted, third node refused",
-			ev:   Evidence{Final: stuck, Logs: func(n string) []LogLine { return logs[n] }, PromoteWindow: 10 * time.Second, Now: 14 * time.Second},
+			ev:   Evidence{Final: stuck, machined: logs, PromoteWindow: 10 * time.Second, Now: 14 * time.Second},
 			want: []string{"learner-not-promoted@cp2", "too-many-learners@cp3"},
 		},
 		{
 			name: "learner still inside its window, no failure logged",
 			ev: Evidence{
 				Final:         stuck,
-				LearnerSince:  func(string) (time.Duration, bool) { return 5 * time.Second, true },
-				Logs:          func(string) []LogLine { return nil },
+				learnerSince:  map[string]time.Duration{"cp2": 5 * time.Second},
 				PromoteWindow: 10 * time.Second, Now: 8 * time.Second,
 			},
 			absent: []string{"learner-not-promoted", "too-many-learners"},
@@ -131,7 +130,7 @@ func TestDiagnose(t *testing.T) {
 			name: "learner past its window without a log line",
 			ev: Evidence{
 				Final:         stuck,
-				LearnerSince:  func(string) (time.Duration, bool) { return time.Second, true },
+				learnerSince:  map[string]time.Duration{"cp2": time.Second},
 				PromoteWindow: 10 * time.Second, Now: 12 * time.Second,
 			},
 			want: []string{"learner-not-promoted@cp2"},
@@ -139,21 +138,21 @@ func TestDiagnose(t *testing.T) {
 		{
 			name: "a refusal long ago says nothing when no member list answers",
 			ev: Evidence{
-				Final: obs(func(o *Observation) {
+				Final: obs(func(o *history.Observation) {
 					o.Nodes["cp1"].Etcd, o.Nodes["cp1"].MembersErr = running(false, "context deadline exceeded"), "context deadline exceeded"
 					for _, n := range []string{"cp2", "cp3"} {
-						o.Nodes[n].Mode, o.Nodes[n].APIError = ModeDown, "rpc error: code = Unavailable desc = connection error: desc = \"transport: authentication handshake failed: EOF\""
+						o.Nodes[n].Mode, o.Nodes[n].APIError = history.ModeDown, "rpc error: code = Unavailable desc = connection error: desc = \"transport: authentication handshake failed: EOF\""
 					}
 				}),
-				Logs: func(n string) []LogLine { return logs[n] },
+				machined: logs,
 			},
 			want:   []string{"api-unreachable@cp2", "api-unreachable@cp3", "no-quorum@"},
 			absent: []string{"too-many-learners"},
 		},
 		{
 			name: "stale learner",
-			ev: Evidence{Final: obs(func(o *Observation) {
-				ms := []Member{member(1, "cp1", cp1, false), member(7, "", cp3, true)}
+			ev: Evidence{Final: obs(func(o *history.Observation) {
+				ms := []history.Member{member(1, "cp1", cp1, false), member(7, "", cp3, true)}
 				o.Nodes["cp1"].Etcd, o.Nodes["cp1"].Members = running(true, ""), ms
 				o.Nodes["cp3"].Etcd = preparing
 			})},
@@ -162,9 +161,8 @@ func TestDiagnose(t *testing.T) {
 		{
 			name: "half-applied config",
 			ev: Evidence{
-				Final: obs(func(o *Observation) { o.Nodes["cp2"].Mode = ModeMaintenance }),
-				Events: []eventlog.Event{{TMs: 100, Node: "cp2", Kind: "orchestrator.error",
-					Msg: "ApplyConfiguration cp2: rpc error: code = Unavailable desc = connection reset"}},
+				Final: obs(func(o *history.Observation) { o.Nodes["cp2"].Mode = history.ModeMaintenance }),
+				Calls: []CallAt{apply("cp2", 100, "Unavailable", "connection reset", history.FailureNoAnswer)},
 			},
 			want: []string{"node-in-maintenance@cp2"},
 		},
@@ -172,33 +170,33 @@ func TestDiagnose(t *testing.T) {
 			name: "apply reply lost, then the insecure retry is refused",
 			ev: Evidence{
 				Final: obs(converged),
-				Events: []eventlog.Event{
-					{TMs: 100, Node: "cp2", Kind: "orchestrator.error", Msg: "ApplyConfiguration cp2: rpc error: code = DeadlineExceeded desc = context deadline exceeded"},
-					{TMs: 300, Node: "cp2", Kind: "node.left-maintenance", Msg: "maintenance → configured"},
-					{TMs: 400, Node: "cp2", Kind: "orchestrator.error", Msg: `ApplyConfiguration cp2: rpc error: code = Unavailable desc = connection error: desc = "error reading server preface: remote error: tls: certificate required"`},
+				Calls: []CallAt{
+					apply("cp2", 100, "DeadlineExceeded", "context deadline exceeded", history.FailureNoAnswer),
+					apply("cp2", 400, "Unavailable", `connection error: desc = "error reading server preface: remote error: tls: certificate required"`, history.FailureCertificateRequired),
 				},
+				Changes: []ModeChange{{Node: "cp2", From: history.ModeMaintenance, To: history.ModeConfigured, LeftMaintenance: true, At: 300 * time.Millisecond}},
 			},
 			want: []string{"apply-reply-lost@cp2", "tls-certificate-required@cp2"},
 		},
 		{
 			name: "invalid config",
-			ev: Evidence{Final: obs(converged), Events: []eventlog.Event{{TMs: 5, Node: "cp1", Kind: "orchestrator.error",
-				Msg: "ApplyConfiguration cp1: rpc error: code = InvalidArgument desc = configuration validation failed: 1 error occurred:\n\t* install.extraKernelArgs and install.grubUseUKICmdline can't be used together"}}},
+			ev: Evidence{Final: obs(converged), Calls: []CallAt{apply("cp1", 5, "InvalidArgument",
+				"configuration validation failed: 1 error occurred:\n\t* install.extraKernelArgs and install.grubUseUKICmdline can't be used together", history.FailureNone)}},
 			want: []string{"config-invalid@cp1"},
 		},
 		{
 			name: "split brain",
-			ev: Evidence{Final: obs(func(o *Observation) {
+			ev: Evidence{Final: obs(func(o *history.Observation) {
 				converged(o)
-				o.Nodes["cp1"].Members = []Member{member(1, "cp1", cp1, false), member(2, "cp2", cp2, false)}
+				o.Nodes["cp1"].Members = []history.Member{member(1, "cp1", cp1, false), member(2, "cp2", cp2, false)}
 				o.Nodes["cp2"].Members = o.Nodes["cp1"].Members
-				o.Nodes["cp3"].Members = []Member{member(9, "cp3", cp3, false)}
+				o.Nodes["cp3"].Members = []history.Member{member(9, "cp3", cp3, false)}
 			})},
 			want: []string{"split-brain@cp3"},
 		},
 		{
 			name: "no quorum",
-			ev: Evidence{Final: obs(func(o *Observation) {
+			ev: Evidence{Final: obs(func(o *history.Observation) {
 				converged(o)
 				for _, n := range o.Nodes {
 					n.Etcd = running(false, "context deadline exceeded")
@@ -249,15 +247,8 @@ func TestDiagnose(t *testing.T) {
 	}
 }
 
-func TestStripTimestamp(t *testing.T) {
-	for in, want := range map[string]string{
-		"2026/11/22 06:41:19 retrying error: timeout": "retrying error: timeout",
-		"\ttimeout":                   "\ttimeout",
-		"short":                       "short",
-		"2026/13/99 xx:xx:xx message": "2026/13/99 xx:xx:xx message",
-	} {
-		if got := stripTimestamp(in); got != want {
-			t.Errorf("stripTimestamp(%q) = %q, want %q", in, got, want)
-		}
-	}
+// apply is an insecure ApplyConfiguration call to node that ended at ms.
+func apply(node string, ms int64, code, msg string, f history.Failure) CallAt {
+	return CallAt{Node: node, At: time.Duration(ms) * time.Millisecond,
+		Call: history.Call{RPC: "ApplyConfiguration", Client: history.ClientInsecure, Code: code, Message: msg, Failure: f}}
 }

@@ -1,0 +1,16 @@
+package check
+
+import "testing"
+
+func TestStripTimestamp(t *testing.T) {
+	for in, want := range map[string]string{
+		"2026/11/22 06:41:19 retrying error: timeout": "retrying error: timeout",
+		"\ttimeout":                   "\ttimeout",
+		"short":                       "short",
+		"2026/13/99 xx:xx:xx message": "2026/13/99 xx:xx:xx message",
+	} {
+		if got := stripTimestamp(in); got != want {
+			t.Errorf("stripTimestamp(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -1,0 +1,152 @@
+package history
+
+import (
+	"context"
+	"errors"
+	"regexp"
+	"strings"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Failure classifies a failed call by what it says about whether the node
+// got the call and acted on it. This is the one place that reads the error
+// texts of gRPC, TLS and the OS; everything else reads the class.
+type Failure string
+
+// Failure classes.
+const (
+	// FailureNone: the node answered with an error of its own (see the code).
+	FailureNone Failure = ""
+	// FailureRefused: refused before it had any effect (an injected api-fail).
+	FailureRefused Failure = "refused-before-effect"
+	// FailureNoConnection: the call never reached the node (connection
+	// refused, a dial or TLS handshake that failed).
+	FailureNoConnection Failure = "no-connection"
+	// FailureCertificateRequired: a client without a certificate talked to a
+	// node that requires one (it has left maintenance): "tls: certificate required".
+	FailureCertificateRequired Failure = "certificate-required"
+	// FailureUnknownAuthority: the node's certificate is not signed by the
+	// client's CA (a talosconfig of other secrets, or a node still in
+	// maintenance): "x509: certificate signed by unknown authority".
+	FailureUnknownAuthority Failure = "unknown-authority"
+	// FailureNoAnswer: the call went out and no answer came back (deadline,
+	// reset, EOF): the node may have acted.
+	FailureNoAnswer Failure = "no-answer"
+)
+
+// MayHaveActed reports whether a call that failed this way may have taken
+// effect on the node.
+func (f Failure) MayHaveActed() bool { return f == FailureNoAnswer }
+
+// InjectedReason is the ErrorInfo reason talchaos's API faults attach to a
+// refusal they inject, so that it is recognised by type, not by text.
+const InjectedReason = "TALCHAOS_INJECTED_REFUSAL"
+
+// InjectedDomain is the ErrorInfo domain of InjectedReason.
+const InjectedDomain = "talchaos"
+
+// CodeOf is a call's gRPC code name and message ("OK", "" when err is nil).
+func CodeOf(err error) (string, string) {
+	if err == nil {
+		return codes.OK.String(), ""
+	}
+
+	s := status.Convert(err)
+
+	return s.Code().String(), s.Message()
+}
+
+// Classify says what a call's error tells of whether the node got the call.
+func Classify(err error) Failure {
+	if err == nil {
+		return FailureNone
+	}
+
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return FailureNoAnswer
+	}
+
+	s := status.Convert(err)
+
+	for _, d := range s.Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetReason() == InjectedReason && info.GetDomain() == InjectedDomain {
+			return FailureRefused
+		}
+	}
+
+	msg := s.Message()
+
+	switch {
+	case strings.Contains(msg, "tls: certificate required"):
+		return FailureCertificateRequired
+	case strings.Contains(msg, "certificate signed by unknown authority"):
+		return FailureUnknownAuthority
+	}
+
+	switch s.Code() {
+	case codes.DeadlineExceeded, codes.Canceled:
+		return FailureNoAnswer
+	case codes.Unavailable:
+		// gRPC prefixes failures to set up the connection with "connection
+		// error": the call was never sent.
+		if strings.Contains(msg, "connection error") || strings.Contains(msg, "connection refused") {
+			return FailureNoConnection
+		}
+
+		return FailureNoAnswer
+	}
+
+	return FailureNone
+}
+
+// portRE matches ephemeral ports in connection errors ("127.0.0.1:44852->").
+var portRE = regexp.MustCompile(`:\d+->`)
+
+// sameText compares two error texts, whatever ephemeral port each connection had.
+func sameText(a, b string) bool {
+	return a == b || portRE.ReplaceAllString(a, ":*->") == portRE.ReplaceAllString(b, ":*->")
+}
+
+// Same reports whether two observations of a node show the same state (error
+// texts compared without their ephemeral ports, raft indexes not compared).
+func Same(a, b *NodeObservation) bool {
+	if a.Name != b.Name || a.Address != b.Address || a.Role != b.Role || a.Mode != b.Mode || a.Stage != b.Stage ||
+		!sameText(a.APIError, b.APIError) || !sameText(a.MembersErr, b.MembersErr) || !sameText(a.StatusErr, b.StatusErr) {
+		return false
+	}
+
+	if !sameService(a.Etcd, b.Etcd) || !sameService(a.Kubelet, b.Kubelet) {
+		return false
+	}
+
+	// Raft indexes move with every write; Recorder.Observe samples them.
+	if (a.Status == nil) != (b.Status == nil) ||
+		(a.Status != nil && (a.Status.MemberID != b.Status.MemberID || a.Status.Leader != b.Status.Leader || a.Status.IsLearner != b.Status.IsLearner)) {
+		return false
+	}
+
+	if len(a.Members) != len(b.Members) {
+		return false
+	}
+
+	for i := range a.Members {
+		x, y := a.Members[i], b.Members[i]
+		if x.ID != y.ID || x.Hostname != y.Hostname || x.IsLearner != y.IsLearner || strings.Join(x.PeerURLs, ",") != strings.Join(y.PeerURLs, ",") {
+			return false
+		}
+	}
+
+	return true
+}
+
+func sameService(a, b *Service) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+
+	return a.State == b.State && a.Message == b.Message && a.Healthy == b.Healthy && a.HealthUnknown == b.HealthUnknown &&
+		a.HealthMessage == b.HealthMessage && a.Started.Equal(b.Started)
+}

@@ -1,0 +1,300 @@
+// Package history is the record of a run: typed entries with wall-clock and
+// Talos-time offsets, of what the nodes were seen to be (every change of every
+// node's state), what the orchestrator called and what came back, which faults
+// started and stopped and which triggers fired, and the nodes' log lines. It
+// lives in report.json; the judge (harness/judge) derives the outcome, the
+// diagnoses and the verdict from it alone, as Jepsen's checkers read a
+// history, so a report can be judged again and shown to a person.
+package history
+
+import (
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/talchaos/talchaos/harness/target"
+)
+
+// History is the record of one run (or of one look at a live cluster).
+type History struct {
+	// Scale is the run's time scale: Talos time is wall time × Scale.
+	Scale float64 `json:"scale"`
+	// Nodes are the nodes, in order.
+	Nodes []Node `json:"nodes"`
+	// Entries are in the order they were recorded (wall time, then record order).
+	Entries []Entry `json:"entries"`
+}
+
+// Node is one node of the run.
+type Node struct {
+	Name    string      `json:"name"`
+	Role    target.Role `json:"role"`
+	Address string      `json:"address"`
+}
+
+// Entry is one recorded thing. Exactly one of its pointers is set.
+type Entry struct {
+	// WallMs is the offset from the run's start; TalosMs the same in Talos time.
+	WallMs  int64  `json:"wallMs"`
+	TalosMs int64  `json:"talosMs"`
+	Node    string `json:"node,omitempty"`
+
+	// Observed is the node's state as a poll saw it; recorded when it changed
+	// (it holds until the node's next Observed entry). Final marks the last
+	// look at every node when the run ended.
+	Observed *NodeObservation `json:"observed,omitempty"`
+	Final    bool             `json:"final,omitempty"`
+
+	Call    *Call       `json:"call,omitempty"`
+	Fault   *FaultEvent `json:"fault,omitempty"`
+	Trigger *Trigger    `json:"trigger,omitempty"`
+	Log     *Log        `json:"log,omitempty"`
+	// Step is an orchestrator's own account of what it does next (not judged).
+	Step string `json:"step,omitempty"`
+}
+
+// At is the entry's wall-clock offset.
+func (e Entry) At() time.Duration { return time.Duration(e.WallMs) * time.Millisecond }
+
+// Call is one Talos API call an orchestrator made, and what came back.
+type Call struct {
+	RPC string `json:"rpc"`
+	// Client is "insecure" (the maintenance client) or "talosconfig".
+	Client string `json:"client"`
+	// Code is the gRPC code name ("OK" when it succeeded).
+	Code    string `json:"code"`
+	Message string `json:"message,omitempty"`
+	// Failure classifies a failed call (Classify): what the error says about
+	// whether the node got the call and acted on it.
+	Failure    Failure `json:"failure,omitempty"`
+	DurationMs int64   `json:"durationMs"`
+}
+
+// OK reports whether the call succeeded.
+func (c Call) OK() bool { return c.Code == "OK" }
+
+// Client kinds.
+const (
+	ClientInsecure    = "insecure"
+	ClientTalosconfig = "talosconfig"
+)
+
+// Fault phases.
+const (
+	FaultStarted = "start"
+	FaultStopped = "stop"
+	FaultFailed  = "error"
+)
+
+// FaultEvent is a fault starting, stopping, or failing to.
+type FaultEvent struct {
+	Name  string   `json:"name"`
+	Kind  string   `json:"kind"`
+	Phase string   `json:"phase"`
+	Nodes []string `json:"nodes,omitempty"`
+	Error string   `json:"error,omitempty"`
+}
+
+// Trigger is a fault's trigger firing: its node was seen in its state.
+type Trigger struct {
+	Fault string `json:"fault"`
+	State string `json:"state"`
+	Count int    `json:"count,omitempty"`
+	// Heal is set for an until trigger (the fault heals after AfterMs).
+	Heal    bool  `json:"heal,omitempty"`
+	AfterMs int64 `json:"afterMs,omitempty"`
+}
+
+// Log sources.
+const (
+	LogMachined = "machined"
+	LogEtcd     = "etcd"
+)
+
+// Log is one line of a node's log, as the Logs API streamed it: every
+// machined line; etcd's warnings and errors (Level says which).
+type Log struct {
+	Source string `json:"source"`
+	Level  string `json:"level,omitempty"`
+	Text   string `json:"text"`
+}
+
+// Recorder builds a history while a run goes on; it is safe for concurrent use.
+// A nil Recorder records nothing (an orchestrator run outside a scenario).
+type Recorder struct {
+	start time.Time
+
+	mu      sync.Mutex
+	h       History
+	last    map[string]*NodeObservation // the last recorded state of each node
+	lastAt  map[string]time.Duration    // and when it was recorded
+	scrub   func(string) string
+	subsMu  sync.Mutex
+	onEntry []func(Entry)
+}
+
+// NewRecorder starts a history whose offsets count from start.
+func NewRecorder(start time.Time, scale float64, nodes []Node) *Recorder {
+	if scale <= 0 {
+		scale = 1
+	}
+
+	return &Recorder{start: start, h: History{Scale: scale, Nodes: nodes}, last: map[string]*NodeObservation{}, lastAt: map[string]time.Duration{}}
+}
+
+// SetScrubber makes every recorded text pass through f (secrets out).
+func (r *Recorder) SetScrubber(f func(string) string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+
+	r.scrub = f
+}
+
+// OnEntry calls f for every entry recorded from now on (after it is stored).
+func (r *Recorder) OnEntry(f func(Entry)) {
+	r.subsMu.Lock()
+	defer r.subsMu.Unlock()
+
+	r.onEntry = append(r.onEntry, f)
+}
+
+// Since is the offset of now from the run's start.
+func (r *Recorder) Since() time.Duration { return time.Since(r.start) }
+
+func (r *Recorder) add(at time.Duration, e Entry) {
+	e.WallMs = at.Milliseconds()
+
+	r.mu.Lock()
+	e.TalosMs = int64(float64(e.WallMs) * r.h.Scale)
+	r.h.Entries = append(r.h.Entries, e)
+	r.mu.Unlock()
+
+	r.subsMu.Lock()
+	subs := append([]func(Entry){}, r.onEntry...)
+	r.subsMu.Unlock()
+
+	for _, f := range subs {
+		f(e)
+	}
+}
+
+func (r *Recorder) clean(s string) string {
+	r.mu.Lock()
+	f := r.scrub
+	r.mu.Unlock()
+
+	if f == nil || s == "" {
+		return s
+	}
+
+	return f(s)
+}
+
+// indexSample is how often a node's moving raft indexes are recorded when
+// nothing else about it changed.
+const indexSample = time.Second
+
+// Observe records a node's state at a poll made at `at`, if it differs from
+// the last state recorded for the node, or only its raft indexes moved and
+// indexSample has passed (or final is set: the run's last look). It reports
+// whether it recorded.
+func (r *Recorder) Observe(at time.Duration, n *NodeObservation, final bool) bool {
+	if r == nil {
+		return false
+	}
+
+	c := *n
+	c.APIError = r.clean(c.APIError)
+	c.MembersErr = r.clean(c.MembersErr)
+	c.StatusErr = r.clean(c.StatusErr)
+	c.PromoteRefusals = 0
+
+	r.mu.Lock()
+	prev := r.last[n.Name]
+	changed := prev == nil || !Same(prev, &c) ||
+		(at-r.lastAt[n.Name] >= indexSample && c.Status != nil && *c.Status != *prev.Status)
+
+	if changed || final {
+		r.last[n.Name] = &c
+		r.lastAt[n.Name] = at
+	}
+	r.mu.Unlock()
+
+	if !changed && !final {
+		return false
+	}
+
+	r.add(at, Entry{Node: n.Name, Observed: &c, Final: final})
+
+	return true
+}
+
+// Call records a call to node that ended now and took d.
+func (r *Recorder) Call(node, rpc, client string, d time.Duration, err error) {
+	if r == nil {
+		return
+	}
+
+	code, msg := CodeOf(err)
+
+	r.add(r.Since(), Entry{Node: node, Call: &Call{
+		RPC: rpc, Client: client, Code: code, Message: r.clean(msg), Failure: Classify(err), DurationMs: d.Milliseconds(),
+	}})
+}
+
+// Fault records a fault event on its nodes.
+func (r *Recorder) Fault(f FaultEvent) {
+	if r == nil {
+		return
+	}
+
+	f.Error = r.clean(f.Error)
+
+	node := ""
+	if len(f.Nodes) == 1 {
+		node = f.Nodes[0]
+	}
+
+	r.add(r.Since(), Entry{Node: node, Fault: &f})
+}
+
+// Trigger records a trigger firing on node.
+func (r *Recorder) Trigger(node string, t Trigger) {
+	if r == nil {
+		return
+	}
+
+	r.add(r.Since(), Entry{Node: node, Trigger: &t})
+}
+
+// Log records a log line of node received at `at`.
+func (r *Recorder) Log(at time.Duration, node string, l Log) {
+	if r == nil {
+		return
+	}
+
+	l.Text = r.clean(l.Text)
+	r.add(at, Entry{Node: node, Log: &l})
+}
+
+// Step records an orchestrator's step.
+func (r *Recorder) Step(node, text string) {
+	if r == nil {
+		return
+	}
+
+	r.add(r.Since(), Entry{Node: node, Step: r.clean(text)})
+}
+
+// History is a copy of what was recorded so far, in time order.
+func (r *Recorder) History() History {
+	r.mu.Lock()
+	h := r.h
+	h.Nodes = append([]Node(nil), r.h.Nodes...)
+	h.Entries = append([]Entry(nil), r.h.Entries...)
+	r.mu.Unlock()
+
+	sort.SliceStable(h.Entries, func(i, j int) bool { return h.Entries[i].WallMs < h.Entries[j].WallMs })
+
+	return h
+}

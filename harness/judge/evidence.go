@@ -1,0 +1,172 @@
+package judge
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/talchaos/talchaos/harness/history"
+)
+
+// Options say how to read a history.
+type Options struct {
+	// Snapshot: the history is one look at a live cluster (the doctor), not
+	// a run: how long a member has been a learner is only known from the
+	// nodes' own clocks.
+	Snapshot bool
+	// Start is when the history's offsets count from, by the local clock
+	// (a learner's age against its etcd service's start, by the node's clock).
+	Start time.Time
+}
+
+// FromHistory derives the evidence of a history: the final look at the nodes,
+// their logs, when each member was first seen a learner and promoted, the
+// calls and the nodes' mode changes. It is a pure function of the history.
+func FromHistory(h history.History, opts Options) *Evidence {
+	scale := h.Scale
+	if scale <= 0 {
+		scale = 1
+	}
+
+	ev := &Evidence{
+		Final:        h.Final(),
+		machined:     map[string][]LogLine{},
+		etcd:         map[string][]LogLine{},
+		learnerSince: map[string]time.Duration{},
+		promotedAt:   map[string]time.Duration{},
+		refusalsFrom: map[string]time.Duration{},
+		Scale:        scale,
+		Snapshot:     opts.Snapshot,
+	}
+
+	ev.Now = ev.Final.At
+	ev.PromoteWindow = ev.talos(talosPromoteWindow)
+
+	if !opts.Start.IsZero() {
+		ev.Final.Wall = opts.Start.Add(ev.Final.At)
+	}
+
+	nodes := h.Nodes
+	mode := map[string]string{}
+	wasMaintenance := map[string]bool{}
+
+	var prevAt time.Duration
+
+	h.Walk(func(e history.Entry, cur *history.Observation) {
+		switch {
+		case e.Log != nil && e.Log.Source == history.LogEtcd:
+			ev.etcd[e.Node] = append(ev.etcd[e.Node], LogLine{At: e.At(), Text: e.Log.Text})
+		case e.Log != nil:
+			ev.machined[e.Node] = append(ev.machined[e.Node], LogLine{At: e.At(), Text: e.Log.Text})
+		case e.Call != nil:
+			ev.Calls = append(ev.Calls, CallAt{Call: *e.Call, Node: e.Node, At: e.At()})
+		case e.Observed != nil:
+			n := e.Observed
+
+			if from, ok := mode[n.Name]; !ok || from != n.Mode {
+				if !ok {
+					from = "start"
+				}
+
+				c := ModeChange{Node: n.Name, From: from, To: n.Mode, At: e.At()}
+				if n.Mode != history.ModeConfigured {
+					c.APIError = n.APIError
+				}
+
+				// Leaving maintenance can pass through a moment of "down"
+				// (v1.12's connection-refused window while the API switches
+				// to mutual TLS).
+				if n.Mode == history.ModeConfigured && wasMaintenance[n.Name] {
+					c.LeftMaintenance = true
+					wasMaintenance[n.Name] = false
+				}
+
+				if n.Mode == history.ModeMaintenance {
+					wasMaintenance[n.Name] = true
+				}
+
+				mode[n.Name] = n.Mode
+				ev.Changes = append(ev.Changes, c)
+			}
+
+			ev.memberships(nodes, cur, prevAt)
+			prevAt = e.At()
+		}
+	})
+
+	return ev
+}
+
+// memberships notes, at an observation, members first seen as learners and
+// learners seen promoted, keyed by node.
+func (ev *Evidence) memberships(nodes []history.Node, cur *history.Observation, prevAt time.Duration) {
+	for _, c := range cur.Clusters() {
+		for _, m := range c.Members {
+			node := nodeOf(nodes, m)
+			if node == "" {
+				continue
+			}
+
+			_, wasLearner := ev.learnerSince[node]
+			_, promoted := ev.promotedAt[node]
+
+			switch {
+			case m.IsLearner && !wasLearner:
+				ev.learnerSince[node] = cur.At
+				// The leader's refusals count for it from the look before it
+				// was first seen (it was added in between), or from the
+				// promotion of the learner before it.
+				from := prevAt
+
+				for other, at := range ev.promotedAt {
+					if other != node && at > from && at <= cur.At {
+						from = at
+					}
+				}
+
+				ev.refusalsFrom[node] = from
+			case !m.IsLearner && wasLearner && !promoted:
+				ev.promotedAt[node] = cur.At
+			}
+		}
+	}
+}
+
+// nodeOf maps a member to its node, by hostname or peer URL.
+func nodeOf(nodes []history.Node, m history.Member) string {
+	for _, n := range nodes {
+		if m.Hostname != "" && m.Hostname == n.Name {
+			return n.Name
+		}
+	}
+
+	for _, n := range nodes {
+		if slices.ContainsFunc(m.PeerURLs, func(u string) bool { return history.HostOf(u) == n.Address }) {
+			return n.Name
+		}
+	}
+
+	return ""
+}
+
+// PromoteRefusals counts the leader's refusals to promote node in any etcd log
+// while it was a learner: what the promote-refused trigger counts.
+func (ev *Evidence) PromoteRefusals(node string) int {
+	since, ok := ev.refusalsFrom[node]
+	if !ok {
+		return 0
+	}
+
+	until, promoted := ev.promotedAt[node]
+	count := 0
+
+	for _, lines := range ev.etcd {
+		for _, l := range lines {
+			if l.At >= since && (!promoted || l.At <= until) && strings.Contains(l.Text, history.RefusedPromotion) {
+				count++
+			}
+		}
+	}
+
+	return count
+}

@@ -1,0 +1,153 @@
+package judge
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/talchaos/talchaos/harness/history"
+	"github.com/talchaos/talchaos/harness/result"
+	"github.com/talchaos/talchaos/harness/scenario"
+)
+
+// Verdict is the judgement of a run: what its history shows, and whether the
+// scenario's expectations held. It is a pure function of the history.
+type Verdict struct {
+	Outcome   result.Outcome
+	Diagnoses []result.Diagnosis
+	Checks    []result.Check
+	// Verdict is result.Pass or result.Fail.
+	Verdict string
+}
+
+// Judge judges a run's history against the scenario's expectations.
+func Judge(h history.History, exp scenario.Expect) Verdict {
+	ev := FromHistory(h, Options{})
+
+	v := Verdict{Outcome: outcome(ev), Diagnoses: Diagnose(ev)}
+	v.Checks = Checks(exp, v.Outcome, v.Diagnoses, ev.Scale)
+	v.Verdict = result.Pass
+
+	for _, c := range v.Checks {
+		if !c.Passed {
+			v.Verdict = result.Fail
+		}
+	}
+
+	return v
+}
+
+// outcome is the final state of the cluster, with every member seen as a
+// learner and when it was promoted.
+func outcome(ev *Evidence) result.Outcome {
+	out := OutcomeOf(ev.Final)
+
+	for node, since := range ev.learnerSince {
+		p := result.Promotion{Node: node, LearnerMs: since.Milliseconds(), PromotedMs: -1}
+
+		if at, ok := ev.promotedAt[node]; ok {
+			p.PromotedMs = at.Milliseconds()
+			p.WaitTalos = time.Duration(float64(at-since) * ev.Scale).Round(time.Second).String()
+		}
+
+		out.Promotions = append(out.Promotions, p)
+	}
+
+	sort.Slice(out.Promotions, func(i, j int) bool {
+		a, b := out.Promotions[i], out.Promotions[j]
+
+		return a.LearnerMs < b.LearnerMs || (a.LearnerMs == b.LearnerMs && a.Node < b.Node)
+	})
+
+	return out
+}
+
+// Checks compares the outcome and diagnoses with the expectations; scale turns
+// observed wall-clock waits into Talos time.
+func Checks(exp scenario.Expect, out result.Outcome, diags []result.Diagnosis, scale float64) []result.Check {
+	checks := []result.Check{}
+
+	add := func(name, expected, actual string) {
+		checks = append(checks, result.Check{Name: name, Expected: expected, Actual: actual, Passed: expected == actual})
+	}
+
+	if exp.Converged != nil {
+		add("converged", fmt.Sprint(*exp.Converged), fmt.Sprint(out.Converged))
+	}
+
+	if exp.Voters != nil {
+		add("voters", fmt.Sprint(*exp.Voters), fmt.Sprint(out.Voters))
+	}
+
+	if exp.Learners != nil {
+		add("learners", fmt.Sprint(*exp.Learners), fmt.Sprint(out.Learners))
+	}
+
+	if exp.NodesInMaintenance != nil {
+		want := slices.Sorted(slices.Values(exp.NodesInMaintenance))
+		got := slices.Sorted(slices.Values(out.NodesInMaintenance))
+		add("nodesInMaintenance", "["+strings.Join(want, " ")+"]", "["+strings.Join(got, " ")+"]")
+	}
+
+	for _, d := range exp.Diagnoses {
+		name := "diagnosis " + d.Code
+		if d.Node != "" {
+			name += " on " + d.Node
+		}
+
+		found := slices.ContainsFunc(diags, func(g result.Diagnosis) bool {
+			return g.Code == d.Code && (d.Node == "" || g.Node == d.Node)
+		})
+
+		add(name, "present", presence(found))
+	}
+
+	for _, want := range exp.Promotions {
+		lo, hi := want.AtLeast.Duration, want.AtMost.Duration
+		name := "promotion wait " + want.Node
+		actual := "never promoted"
+		passed := false
+
+		for _, p := range out.Promotions {
+			if p.Node != want.Node || p.PromotedMs < 0 {
+				continue
+			}
+
+			wait := time.Duration(float64(p.PromotedMs-p.LearnerMs)*scale) * time.Millisecond
+			actual = wait.Round(time.Second).String()
+			passed = wait >= lo && (hi == 0 || wait <= hi)
+		}
+
+		checks = append(checks, result.Check{Name: name, Expected: promotionBounds(lo, hi), Actual: actual, Passed: passed})
+	}
+
+	for _, code := range exp.NoDiagnoses {
+		found := slices.ContainsFunc(diags, func(g result.Diagnosis) bool { return g.Code == code })
+		add("no diagnosis "+code, "absent", map[bool]string{true: "present", false: "absent"}[found])
+	}
+
+	return checks
+}
+
+func promotionBounds(lo, hi time.Duration) string {
+	switch {
+	case hi == 0 && lo == 0:
+		return "promoted"
+	case hi == 0:
+		return ">= " + lo.String()
+	case lo == 0:
+		return "<= " + hi.String()
+	}
+
+	return lo.String() + " .. " + hi.String()
+}
+
+func presence(found bool) string {
+	if found {
+		return "present"
+	}
+
+	return "absent"
+}
