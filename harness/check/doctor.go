@@ -90,7 +90,7 @@ func Examine(ctx context.Context, cfg *clientconfig.Config, addresses []string, 
 		rec.Observe(final.At, n, true)
 	}
 
-	diags := judge.Diagnose(judge.FromHistory(rec.History(), judge.Options{Snapshot: true, Start: start}))
+	diags := judge.Diagnose(judge.FromHistory(rec.History(), judge.Options{Snapshot: true}))
 
 	findings := make([]Finding, 0, len(diags))
 	for _, d := range diags {

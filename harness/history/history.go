@@ -17,6 +17,10 @@ import (
 
 // History is the record of one run (or of one look at a live cluster).
 type History struct {
+	// Start is when the offsets count from, by the local clock: an
+	// observation's wall time is Start + its offset (a learner's age is read
+	// against its etcd service's start, by the node's clock).
+	Start time.Time `json:"start"`
 	// Scale is the run's time scale: Talos time is wall time × Scale.
 	Scale float64 `json:"scale"`
 	// Nodes are the nodes, in order.
@@ -139,7 +143,7 @@ func NewRecorder(start time.Time, scale float64, nodes []Node) *Recorder {
 		scale = 1
 	}
 
-	return &Recorder{start: start, h: History{Scale: scale, Nodes: nodes}, last: map[string]*NodeObservation{}, lastAt: map[string]time.Duration{}}
+	return &Recorder{start: start, h: History{Start: start.UTC(), Scale: scale, Nodes: nodes}, last: map[string]*NodeObservation{}, lastAt: map[string]time.Duration{}}
 }
 
 // SetScrubber makes every recorded text pass through f (secrets out).

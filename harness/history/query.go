@@ -24,6 +24,7 @@ func (h History) Walk(fn func(e Entry, cur *Observation)) {
 		}
 
 		cur.At = e.At()
+		cur.Wall = h.wall(cur.At)
 		fn(e, cur)
 	}
 }
@@ -49,10 +50,21 @@ func (h History) Final() *Observation {
 	}
 
 	if len(final.Nodes) > 0 {
-		return final
+		last = final
 	}
 
+	last.Wall = h.wall(last.At)
+
 	return last
+}
+
+// wall is the local clock time at an offset (zero when Start is not known).
+func (h History) wall(at time.Duration) time.Time {
+	if h.Start.IsZero() {
+		return time.Time{}
+	}
+
+	return h.Start.Add(at)
 }
 
 // End is the offset of the last entry.

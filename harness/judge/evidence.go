@@ -14,9 +14,6 @@ type Options struct {
 	// a run: how long a member has been a learner is only known from the
 	// nodes' own clocks.
 	Snapshot bool
-	// Start is when the history's offsets count from, by the local clock
-	// (a learner's age against its etcd service's start, by the node's clock).
-	Start time.Time
 }
 
 // FromHistory derives the evidence of a history: the final look at the nodes,
@@ -42,9 +39,6 @@ func FromHistory(h history.History, opts Options) *Evidence {
 	ev.Now = ev.Final.At
 	ev.PromoteWindow = ev.talos(talosPromoteWindow)
 
-	if !opts.Start.IsZero() {
-		ev.Final.Wall = opts.Start.Add(ev.Final.At)
-	}
 
 	nodes := h.Nodes
 	mode := map[string]string{}
