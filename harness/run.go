@@ -56,6 +56,8 @@ type Options struct {
 	// AllowDestructive permits destructive faults and orchestrator remedies
 	// on a target whose nodes outlive the run (real nodes).
 	AllowDestructive bool
+	// Recorded, when replaying, is the replayed run's resolved schedule.
+	Recorded []result.Planned
 }
 
 // Destructive reports whether destructive faults and remedies may run: always
@@ -107,7 +109,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*result.Resu
 		return res, scrubber.ScrubError(err)
 	}
 
-	planned, err := chaos.Plan(sc, opts.Target, opts.Seed, opts.AllowDestructive)
+	planned, err := chaos.Plan(sc, opts.Target, chaos.PlanOptions{Seed: opts.Seed, AllowDestructive: opts.AllowDestructive, Recorded: opts.Recorded})
 	if err != nil {
 		return finish(&InputError{err})
 	}

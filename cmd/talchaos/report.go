@@ -93,23 +93,25 @@ func newReplayCmd() *cobra.Command {
 
 	cmd := &cobra.Command{
 		Use:   "replay DIR|report.json",
-		Short: "Run a reported scenario again with the same seed and target",
-		Long:  "Run the scenario of an earlier report again, with its seed and target (the real target needs --inventory again), writing a new report.",
-		Args:  cobra.ExactArgs(1),
+		Short: "Run a reported run again: its scenario copy, seed, target and resolved fault schedule",
+		Long: `Run an earlier run again from its report: the scenario as the report holds it
+(the file may have moved or changed since), the same seed and target, and every
+fault with the nodes and seed the run resolved for it, started on the same
+triggers. The real target needs --inventory (and --allow-destructive) again.
+A new report is written.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			res, err := reports.ReadJSON(reportPath(args[0]))
+			path := reportPath(args[0])
+
+			res, err := reports.ReadJSON(path)
 			if err != nil {
 				return &exitError{code: exitInput, err: err}
 			}
 
-			scenarioArg := res.File
-			if scenarioArg == "" || (strings.HasPrefix(scenarioArg, "scenarios/") && !fileExists(scenarioArg)) {
-				scenarioArg = res.Scenario // a built-in
-			}
-
 			opts.seed, opts.target = res.Seed, res.Target
+			opts.replaying, opts.replayingPath = res, path
 
-			return runScenario(cmd, scenarioArg, opts)
+			return runScenario(cmd, res.Scenario, opts)
 		},
 	}
 

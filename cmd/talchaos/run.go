@@ -24,6 +24,11 @@ import (
 )
 
 type runOptions struct {
+	// replaying is the report of the run being replayed: its scenario copy
+	// and its resolved schedule are used.
+	replaying     *result.Result
+	replayingPath string
+
 	target           string
 	seed             int64
 	reportDir        string
@@ -76,6 +81,35 @@ func loadScenario(arg string) (*scenario.Scenario, error) {
 	return nil, fmt.Errorf("%s: no such scenario file or built-in scenario (see 'talchaos list')", arg)
 }
 
+// replayedScenario is the scenario a report was made from: the copy it holds
+// (the file may have moved or changed since), or, for a v1 report without
+// one, the file or built-in it names.
+func replayedScenario(path string, r *result.Result) (*scenario.Scenario, error) {
+	if r.Source != nil {
+		sc, err := chaos.Parse(r.Source.Path, []byte(r.Source.Content))
+		if err != nil {
+			return nil, fmt.Errorf("%s: the scenario copy it holds: %w", path, err)
+		}
+
+		return sc, nil
+	}
+
+	arg := r.File
+	if arg == "" || (strings.HasPrefix(arg, "scenarios/") && !fileExists(arg)) {
+		arg = r.Scenario // a built-in
+	}
+
+	return loadScenario(arg)
+}
+
+func recordedSchedule(r *result.Result) []result.Planned {
+	if r == nil {
+		return nil
+	}
+
+	return r.Schedule
+}
+
 // replayCommand is the command that runs the same scenario, target and seed
 // again, with the inventory and the permission a real target needs.
 func replayCommand(arg string, opts runOptions, seed int64) string {
@@ -125,6 +159,10 @@ func runScenario(cmd *cobra.Command, arg string, opts runOptions) error {
 	res := &result.Result{Schema: result.Schema, Scenario: strings.TrimSuffix(filepath.Base(arg), ".yaml"), Target: opts.target, Seed: opts.seed}
 	res.Replay = replayCommand(arg, opts, opts.seed)
 
+	if opts.replaying != nil {
+		res.Replay = "talchaos replay " + opts.replayingPath
+	}
+
 	// Where the report goes is checked before anything else: a verdict
 	// nobody can read is lost.
 	if !opts.plan {
@@ -134,6 +172,10 @@ func runScenario(cmd *cobra.Command, arg string, opts runOptions) error {
 	}
 
 	sc, err := loadScenario(arg)
+	if opts.replaying != nil {
+		sc, err = replayedScenario(opts.replayingPath, opts.replaying)
+	}
+
 	if err == nil {
 		res.Scenario, res.Talos = sc.Name, sc.Talos
 	}
@@ -169,6 +211,7 @@ func runScenario(cmd *cobra.Command, arg string, opts runOptions) error {
 		Replay:           res.Replay,
 		OnEvent:          reports.Progress(out, opts.verbose),
 		AllowDestructive: opts.allowDestructive,
+		Recorded:         recordedSchedule(opts.replaying),
 	})
 
 	if ierr := interruptedRun(cmd.Context(), err); ierr != err { //nolint:errorlint // identity: was it replaced
@@ -194,7 +237,7 @@ func runScenario(cmd *cobra.Command, arg string, opts runOptions) error {
 // it against the target as a run would, and prints it with the time scale and
 // the destructive remedies the orchestrator may take.
 func printPlan(out io.Writer, sc *scenario.Scenario, tgt target.Target, opts runOptions) error {
-	planned, err := chaos.Plan(sc, tgt, opts.seed, opts.allowDestructive)
+	planned, err := chaos.Plan(sc, tgt, chaos.PlanOptions{Seed: opts.seed, AllowDestructive: opts.allowDestructive})
 	if err != nil {
 		return &exitError{code: exitInput, err: err}
 	}

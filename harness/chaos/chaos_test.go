@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/talchaos/talchaos/harness/history"
+	"github.com/talchaos/talchaos/harness/result"
 	"github.com/talchaos/talchaos/harness/scenario"
 	"github.com/talchaos/talchaos/harness/target"
 	"github.com/talchaos/talchaos/sim"
@@ -73,7 +74,7 @@ func TestPlan(t *testing.T) {
 				"s.yaml:8: faults[1].kind: target fake cannot inject partition"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Plan(parse(t, tc.faults), tc.tgt, 1, tc.allow)
+			_, err := Plan(parse(t, tc.faults), tc.tgt, PlanOptions{Seed: 1, AllowDestructive: tc.allow})
 
 			switch {
 			case tc.wantErr == "" && err != nil:
@@ -94,12 +95,12 @@ func TestPlanRandomNode(t *testing.T) {
 	seen := map[string]bool{}
 
 	for seed := range int64(20) {
-		a, err := Plan(sc, tgt, seed, false)
+		a, err := Plan(sc, tgt, PlanOptions{Seed: seed})
 		if err != nil {
 			t.Fatal(err)
 		}
 
-		b, _ := Plan(sc, tgt, seed, false)
+		b, _ := Plan(sc, tgt, PlanOptions{Seed: seed})
 
 		for i := range a {
 			if a[i].Node() != b[i].Node() || a[i].Seed != b[i].Seed {
@@ -289,5 +290,29 @@ func TestValidation(t *testing.T) {
 		if !covered[k.Kind()] {
 			t.Errorf("kind %s has no validation case", k.Kind())
 		}
+	}
+}
+
+// A replay takes the nodes and seeds its run resolved, whatever the seed would
+// draw now.
+func TestPlanReplaysTheRecordedSchedule(t *testing.T) {
+	sc := parse(t, "  - {name: cut, kind: isolate, node: random, at: 0s}\n  - {name: slow, kind: latency, node: cp2, port: etcd-peer, latency: 10ms, jitter: 5ms, at: 0s}\n")
+	tgt := fakeTarget{caps: sim.Target{}.Capabilities(), disposable: true}
+
+	drawn, err := Plan(sc, tgt, PlanOptions{Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	other := map[string]string{"cp2": "cp3", "cp3": "cp2"}[drawn[0].Node()]
+	rec := []result.Planned{{Name: "cut", Kind: "isolate", Nodes: []string{other}, Seed: 11}, {Name: "slow", Kind: "latency", Nodes: []string{"cp2"}, Seed: 12}}
+
+	replayed, err := Plan(sc, tgt, PlanOptions{Seed: 3, Recorded: rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if replayed[0].Node() != other || replayed[0].Seed != 11 || replayed[1].Seed != 12 {
+		t.Errorf("replayed plan %s/%d, %d; want the recorded %s/11, 12", replayed[0].Node(), replayed[0].Seed, replayed[1].Seed, other)
 	}
 }

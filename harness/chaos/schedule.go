@@ -78,12 +78,26 @@ func describe(w scenario.When) string {
 	return w.Node + " is " + w.State
 }
 
+// PlanOptions are a run's choices for its plan.
+type PlanOptions struct {
+	// Seed makes every random choice of the schedule.
+	Seed int64
+	// AllowDestructive permits destructive faults on nodes that outlive the run.
+	AllowDestructive bool
+	// Recorded, when replaying a run, are the faults as that run resolved them:
+	// a fault of the same name and kind takes the recorded nodes and seed
+	// instead of drawing them, whatever this version of talchaos would draw.
+	Recorded []result.Planned
+}
+
 // Plan resolves every fault of the scenario for a run on the target and checks,
 // before anything starts, that the target can run the scenario and carry out
 // every fault on its nodes, and that destructive faults on nodes that are not
 // disposable (real ones) were allowed. The seed makes every random choice of
 // the schedule: which node "random" names, each fault's own seed.
-func Plan(sc *scenario.Scenario, tgt target.Target, seed int64, allowDestructive bool) ([]Planned, error) {
+func Plan(sc *scenario.Scenario, tgt target.Target, opts PlanOptions) ([]Planned, error) {
+	seed, allowDestructive := opts.Seed, opts.AllowDestructive
+
 	if err := tgt.Check(sc); err != nil {
 		return nil, err
 	}
@@ -114,6 +128,15 @@ func Plan(sc *scenario.Scenario, tgt target.Target, seed int64, allowDestructive
 			continue
 		}
 
+		if r, ok := recorded(opts.Recorded, f); ok {
+			faultSeed = r.Seed
+
+			if usesRandom(kind) && len(r.Nodes) == 1 {
+				kind = withNode(kind, r.Nodes[0])
+				f.Spec = kind
+			}
+		}
+
 		if usesRandom(kind) {
 			if len(candidates) == 0 {
 				errs = append(errs, f.Errorf(sc, "node", "no control plane other than the bootstrap node to pick at random"))
@@ -141,6 +164,17 @@ func Plan(sc *scenario.Scenario, tgt target.Target, seed int64, allowDestructive
 	}
 
 	return out, nil
+}
+
+// recorded finds a fault's resolution in a replayed run's schedule.
+func recorded(schedule []result.Planned, f scenario.Fault) (result.Planned, bool) {
+	for _, r := range schedule {
+		if r.Name == f.Name && r.Kind == f.Kind {
+			return r, true
+		}
+	}
+
+	return result.Planned{}, false
 }
 
 // permitted checks the target can carry out the fault on its nodes, and may.
