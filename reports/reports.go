@@ -22,15 +22,15 @@ const (
 	SummaryFile = "summary.md"
 )
 
-// Write creates dir (and its parents) and writes report.json, junit.xml and
-// summary.md into it. Each file is written atomically: it is written to a
+// Write creates dir (and its parents) and writes report.json, junit.xml,
+// summary.md and report.html into it. Each file is written atomically: it is written to a
 // temporary file in dir, fsynced and renamed over the final name, so a reader
 // sees either the previous version or the complete new one, never a partial
 // file. report.json is written last, so its presence (with this run's content)
 // means the other two are already in place.
 //
 // All three files are rendered before anything is written. The returned paths
-// are absolute, in the order report.json, junit.xml, summary.md; on error,
+// are absolute, in the order report.json, junit.xml, summary.md, report.html; on error,
 // paths holds the files that were written before the failure.
 //
 // r is not modified. An empty r.Schema is written as result.Schema; any other
@@ -61,6 +61,11 @@ func Write(dir string, r *result.Result) (paths []string, err error) {
 
 	md := []byte(Markdown(r))
 
+	page, err := HTML(r)
+	if err != nil {
+		return nil, err
+	}
+
 	if err := os.MkdirAll(abs, 0o755); err != nil {
 		return nil, fmt.Errorf("reports: %w", err)
 	}
@@ -72,6 +77,7 @@ func Write(dir string, r *result.Result) (paths []string, err error) {
 	}{
 		{SummaryFile, md},
 		{JUnitFile, ju},
+		{HTMLFile, page},
 		{JSONFile, js},
 	}
 
@@ -93,7 +99,7 @@ func Write(dir string, r *result.Result) (paths []string, err error) {
 func ordered(written map[string]string) []string {
 	var out []string
 
-	for _, name := range []string{JSONFile, JUnitFile, SummaryFile} {
+	for _, name := range []string{JSONFile, JUnitFile, SummaryFile, HTMLFile} {
 		if p, ok := written[name]; ok {
 			out = append(out, p)
 		}
@@ -296,4 +302,21 @@ func CheckDir(dir string) error {
 	f.Close() //nolint:errcheck
 
 	return os.Remove(name)
+}
+
+// WriteHTML renders report.html from a report into dir, atomically: what
+// `talchaos report DIR` does to re-render a run's page.
+func WriteHTML(dir string, r *result.Result) (string, error) {
+	page, err := HTML(r)
+	if err != nil {
+		return "", err
+	}
+
+	p := filepath.Join(dir, HTMLFile)
+
+	if err := writeFileAtomic(p, page, 0o644); err != nil {
+		return "", fmt.Errorf("reports: write %s: %w", HTMLFile, err)
+	}
+
+	return p, nil
 }

@@ -122,7 +122,7 @@ func TestWriteFiles(t *testing.T) {
 				t.Fatalf("Write: %v", err)
 			}
 
-			want := []string{JSONFile, JUnitFile, SummaryFile}
+			want := []string{JSONFile, JUnitFile, SummaryFile, HTMLFile}
 			if len(paths) != len(want) {
 				t.Fatalf("paths = %v, want %d entries", paths, len(want))
 			}
@@ -677,7 +677,7 @@ func TestWriteOverwrites(t *testing.T) {
 		t.Errorf("second Write did not replace report.json: %+v", got)
 	}
 
-	assertDirHolds(t, dir, []string{JSONFile, JUnitFile, SummaryFile})
+	assertDirHolds(t, dir, []string{JSONFile, JUnitFile, SummaryFile, HTMLFile})
 }
 
 func TestWriteErrors(t *testing.T) {
@@ -720,12 +720,12 @@ func TestWriteErrors(t *testing.T) {
 			t.Errorf("error %q does not name %s", err, JSONFile)
 		}
 
-		want := []string{filepath.Join(dir, JUnitFile), filepath.Join(dir, SummaryFile)}
+		want := []string{filepath.Join(dir, JUnitFile), filepath.Join(dir, SummaryFile), filepath.Join(dir, HTMLFile)}
 		if !slices.Equal(paths, want) {
 			t.Errorf("paths = %v, want %v", paths, want)
 		}
 
-		assertDirHolds(t, dir, []string{JSONFile, JUnitFile, SummaryFile})
+		assertDirHolds(t, dir, []string{JSONFile, JUnitFile, SummaryFile, HTMLFile})
 	})
 }
 

@@ -1,8 +1,10 @@
 package scenarios_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -18,6 +20,7 @@ import (
 
 	"github.com/talchaos/talchaos/harness"
 	"github.com/talchaos/talchaos/harness/chaos"
+	"github.com/talchaos/talchaos/harness/history"
 	"github.com/talchaos/talchaos/harness/judge"
 	"github.com/talchaos/talchaos/harness/result"
 	"github.com/talchaos/talchaos/harness/result/secretscan"
@@ -66,6 +69,10 @@ var _ = Describe("built-in scenario", func() {
 
 			Expect(run.leaks()).To(BeEmpty(), "secrets in what talchaos prints or writes")
 			Expect(run.rejudged(sc)).To(Succeed())
+
+			if browserChecked[name] {
+				Expect(run.inBrowser()).To(Succeed())
+			}
 		}, SpecTimeout(3*time.Minute))
 	}
 })
@@ -167,6 +174,63 @@ func runRecorded(ctx context.Context, sc *scenario.Scenario) *recordedRun {
 	return run
 }
 
+// browserChecked are the runs whose report.html a real browser loads.
+var browserChecked = map[string]bool{"too-many-learners": true, "half-applied-config": true, "quorum-lost": true}
+
+// inBrowser loads the run's report.html in headless Chromium (Debian's
+// chromium): it must load with no console message, and its DOM must hold a
+// lane per node and a band per fault window. Without chromium it says so and
+// checks nothing (.ci/run installs it).
+func (r *recordedRun) inBrowser() error {
+	bin, err := exec.LookPath("chromium")
+	if err != nil {
+		fmt.Fprintln(GinkgoWriter, "chromium is not installed: report.html not checked in a browser")
+
+		return nil //nolint:nilerr // nothing to check with
+	}
+
+	page := filepath.Join(r.reportDir, reports.HTMLFile)
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	var stdout, stderr bytes.Buffer
+
+	cmd := exec.CommandContext(ctx, bin, "--headless=new", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr", "--v=0",
+		"--user-data-dir="+GinkgoT().TempDir(), "--dump-dom", "file://"+page)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("chromium: %w\n%s", err, stderr.String())
+	}
+
+	for line := range strings.SplitSeq(stderr.String(), "\n") {
+		if strings.Contains(line, ":CONSOLE") {
+			return fmt.Errorf("console message loading report.html: %s", line)
+		}
+	}
+
+	dom := stdout.String()
+
+	faults := 0
+	for _, e := range r.res.History.Entries {
+		if e.Fault != nil && e.Fault.Phase == history.FaultStarted {
+			faults++
+		}
+	}
+
+	switch {
+	case strings.Count(dom, `<g class="lane"`) != len(r.res.History.Nodes):
+		return fmt.Errorf("report.html in the browser has %d lanes, want one per node (%d)", strings.Count(dom, `<g class="lane"`), len(r.res.History.Nodes))
+	case strings.Count(dom, `<g class="fault-band"`) != faults:
+		return fmt.Errorf("report.html in the browser has %d fault bands, want %d", strings.Count(dom, `<g class="fault-band"`), faults)
+	case !strings.Contains(dom, `id="verdict"`) || !strings.Contains(dom, `id="members-chart"`) || !strings.Contains(dom, `id="checks"`):
+		return fmt.Errorf("report.html in the browser lacks the verdict, the members chart or the checks")
+	}
+
+	return nil
+}
+
 // rejudged judges the run again from its report.json alone, as `talchaos
 // report --rejudge` does: the verdict, outcome and diagnoses must be the run's.
 func (r *recordedRun) rejudged(sc *scenario.Scenario) error {
@@ -202,7 +266,7 @@ func (r *recordedRun) leaks() []string {
 
 	texts, err := secretscan.Files(r.reportDir)
 	Expect(err).NotTo(HaveOccurred())
-	Expect(texts).To(HaveLen(3))
+	Expect(texts).To(HaveLen(4)) // report.json, junit.xml, summary.md, report.html
 
 	texts["output"] = r.output
 

@@ -22,8 +22,8 @@ func newReportCmd() *cobra.Command {
 
 	cmd := &cobra.Command{
 		Use:   "report DIR|report.json",
-		Short: "Print the summary of a run's report, or judge it again",
-		Long: `Print the summary of a run's report.
+		Short: "Print the summary of a run's report and render its report.html, or judge it again",
+		Long: `Print the summary of a run's report and render its report.html again beside it.
 
 With --rejudge the outcome, the diagnoses and the verdict are derived again from
 the run's recorded history and the expectations of the scenario copy the report
@@ -41,6 +41,13 @@ the report holds no history (schema v1).`,
 
 			if !rejudge {
 				fmt.Fprint(cmd.OutOrStdout(), reports.Summary(res))
+
+				page, err := reports.WriteHTML(filepath.Dir(path), res)
+				if err != nil {
+					return &exitError{code: exitHarness, err: err}
+				}
+
+				fmt.Fprintf(cmd.OutOrStdout(), "\npage: %s\n", page)
 
 				return nil
 			}

@@ -314,6 +314,10 @@ func writeAndExit(out io.Writer, dir string, res *result.Result, code int, runEr
 
 	fmt.Fprintf(out, "\nverdict: %s\nreport: %s\n", strings.ToUpper(res.Verdict), paths[0])
 
+	if len(paths) == 4 {
+		fmt.Fprintf(out, "page:   %s\n", paths[3])
+	}
+
 	if code == exitPass {
 		return nil
 	}

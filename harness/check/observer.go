@@ -698,7 +698,11 @@ func (o *Observer) addEtcdLine(node, line string) {
 	o.etcdLines[node] = append(o.etcdLines[node], LogLine{At: at, Text: line})
 	o.mu.Unlock()
 
-	o.rec.Log(at, node, history.Log{Source: history.LogEtcd, Level: entry.Level, Text: line})
+	// etcd warns of every slow request and unreachable peer; what a
+	// diagnosis can use is logged as an error.
+	if entry.Level != "warn" {
+		o.rec.Log(at, node, history.Log{Source: history.LogEtcd, Level: entry.Level, Text: line})
+	}
 
 	if entry.Level != "warn" {
 		o.log.Add(node, "log.etcd", entry.Level+": "+entry.Msg)

@@ -214,4 +214,15 @@ func diag(code, node, msg, evidence string, at time.Duration) result.Diagnosis {
 
 func seconds(d time.Duration) string { return fmt.Sprintf("%.1fs", d.Seconds()) }
 
+// span is an offset or a duration of the run as people read the report:
+// Talos time, with the wall-clock time beside it when they differ
+// ("8m24s Talos (8.4s wall)").
+func (ev *Evidence) span(d time.Duration) string {
+	if ev.Scale <= 1 {
+		return seconds(d)
+	}
+
+	return ev.talosTime(d) + " Talos (" + seconds(d) + " wall)"
+}
+
 func contains(list []string, s string) bool { return slices.Contains(list, s) }

@@ -39,7 +39,6 @@ func FromHistory(h history.History, opts Options) *Evidence {
 	ev.Now = ev.Final.At
 	ev.PromoteWindow = ev.talos(talosPromoteWindow)
 
-
 	nodes := h.Nodes
 	mode := map[string]string{}
 	wasMaintenance := map[string]bool{}

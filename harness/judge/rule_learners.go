@@ -45,7 +45,7 @@ func tooManyLearners(ev *Evidence) []result.Diagnosis {
 			}
 
 			out = append(out, diag("too-many-learners", n.Name,
-				fmt.Sprintf("%s was refused by etcd for %s until the learner slot was freed", n.Name, seconds(blocked)),
+				fmt.Sprintf("%s was refused by etcd for %s until the learner slot was freed", n.Name, ev.span(blocked)),
 				line.Text, line.At))
 
 			continue
@@ -171,14 +171,14 @@ func (l learner) runningFor(ev *Evidence) string {
 	switch {
 	case l.started.IsZero():
 	case l.seen:
-		parts = append(parts, "etcd service Running since "+seconds(ev.Now-running))
+		parts = append(parts, "etcd service Running since "+ev.span(ev.Now-running))
 	default:
 		parts = append(parts, fmt.Sprintf("etcd service Running since %s (%s of Talos time before this observation)",
 			l.started.UTC().Format(time.RFC3339), ev.talosTime(running)))
 	}
 
 	if l.seen {
-		parts = append(parts, fmt.Sprintf("learner since %s", seconds(l.since)))
+		parts = append(parts, fmt.Sprintf("learner since %s", ev.span(l.since)))
 	}
 
 	if len(parts) == 0 {
@@ -285,7 +285,7 @@ func learnerNotSynced(ev *Evidence) []result.Diagnosis {
 
 		out = append(out, diag("learner-not-synced", n.Name,
 			fmt.Sprintf("%s's promotion was refused for %s while its etcd learner was not in sync with the leader%s",
-				n.Name, seconds(last.At-first.At), syncNote(ev, n.Name)),
+				n.Name, ev.span(last.At-first.At), syncNote(ev, n.Name)),
 			last.Text, last.At))
 	}
 

@@ -92,7 +92,7 @@ func TestLearnerPromotion(t *testing.T) {
 				learnerSince: map[string]time.Duration{"cp3": 5 * time.Second}, Now: 20 * time.Second},
 			code:     "learner-not-promoted",
 			node:     "cp3",
-			evidence: []string{"learner since 5.0s"},
+			evidence: []string{"learner since 5m0s Talos (5.0s wall)"},
 			absent:   "learner-promotion-pending",
 		},
 		{
@@ -119,7 +119,7 @@ func TestLearnerPromotion(t *testing.T) {
 			code:     "learner-promotion-pending",
 			node:     "cp3",
 			message:  []string{"5m0s into its 10m0s promote window", "gives up in 5m0s"},
-			evidence: []string{"etcd service Running since 18.0s, learner since 15.0s"},
+			evidence: []string{"etcd service Running since 18m0s Talos (18.0s wall), learner since 15m0s Talos (15.0s wall)"},
 			nowhere:  []string{"2026", "clock"},
 		},
 		{

@@ -43,7 +43,7 @@ func apiUnreachable(ev *Evidence) []result.Diagnosis {
 		}
 
 		if at < ev.Now {
-			msg += " (down since " + seconds(at) + ")"
+			msg += " (down since " + ev.span(at) + ")"
 		}
 
 		out = append(out, diag("api-unreachable", n.Name, msg, n.APIError, at))
@@ -202,7 +202,7 @@ func applyReplyLost(ev *Evidence) []result.Diagnosis {
 				out = append(out, diag("apply-reply-lost", n.Name,
 					n.Name+" applied its configuration but the reply never reached the client",
 					fmt.Sprintf("%s; then %s left maintenance at %s with no successful ApplyConfiguration to explain it",
-						describeCall(failed), n.Name, seconds(left.At)), failed.At))
+						describeCall(failed), n.Name, ev.span(left.At)), failed.At))
 
 				break
 			}
