@@ -3,50 +3,89 @@ package main
 import (
 	"fmt"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/talchaos/talchaos/harness/chaos"
+	"github.com/talchaos/talchaos/harness/scenario"
 	"github.com/talchaos/talchaos/scenarios"
 )
+
+// listWidth is what `talchaos list` fits in: a terminal of 100 columns.
+const listWidth = 100
 
 func newListCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "list",
-		Short: "List the built-in scenarios",
+		Short: "List the built-in scenarios ('talchaos show NAME' prints one)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "NAME\tTALOS\tREPRODUCES\tDESCRIPTION")
+			var all []*scenario.Scenario
+
+			nameWidth := len("NAME")
 
 			for _, name := range scenarios.Names() {
-				data, file, err := scenarios.Read(name)
+				sc, err := builtin(name)
 				if err != nil {
 					return &exitError{code: exitHarness, err: err}
 				}
 
-				sc, err := chaos.Parse(file, data)
-				if err != nil {
-					return &exitError{code: exitHarness, err: err}
-				}
-
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", sc.Name, sc.Talos, strings.Join(sc.Reproduces, " "), firstSentence(sc.Description))
+				all = append(all, sc)
+				nameWidth = max(nameWidth, len(sc.Name))
 			}
 
-			return w.Flush()
+			const talosWidth = len("v1.12")
+
+			descWidth := listWidth - nameWidth - 2 - talosWidth - 2
+			out := cmd.OutOrStdout()
+
+			fmt.Fprintf(out, "%-*s  %-*s  %s\n", nameWidth, "NAME", talosWidth, "TALOS", "DESCRIPTION")
+
+			for _, sc := range all {
+				fmt.Fprintf(out, "%-*s  %-*s  %s\n", nameWidth, sc.Name, talosWidth, sc.Talos, firstSentence(sc.Description, descWidth))
+			}
+
+			return nil
 		},
 	}
 }
 
-func firstSentence(s string) string {
+func newShowCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "show NAME",
+		Short: "Print a built-in scenario's YAML (a starting point for your own)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			data, _, err := scenarios.Read(args[0])
+			if err != nil || !isBuiltin(strings.TrimSuffix(args[0], ".yaml")) {
+				return &exitError{code: exitInput, err: fmt.Errorf("%s: no such built-in scenario (see 'talchaos list')", args[0])}
+			}
+
+			_, err = cmd.OutOrStdout().Write(data)
+
+			return err
+		},
+	}
+}
+
+func builtin(name string) (*scenario.Scenario, error) {
+	data, file, err := scenarios.Read(name)
+	if err != nil {
+		return nil, err
+	}
+
+	return chaos.Parse(file, data)
+}
+
+// firstSentence is the first sentence of s on one line, cut to width.
+func firstSentence(s string, width int) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if i := strings.Index(s, ". "); i >= 0 {
 		s = s[:i+1]
 	}
 
-	if len(s) > 90 {
-		s = s[:87] + "..."
+	if r := []rune(s); len(r) > width {
+		s = string(r[:width-3]) + "..."
 	}
 
 	return s

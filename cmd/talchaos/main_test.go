@@ -1,16 +1,18 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/talchaos/talchaos/harness/result"
+	"github.com/talchaos/talchaos/scenarios"
 )
 
 const validHead = `apiVersion: talchaos/v1
@@ -69,21 +71,68 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 	}
 }
 
-func TestListNamesBuiltIns(t *testing.T) {
-	var out bytes.Buffer
+func TestListNamesBuiltInsIn100Columns(t *testing.T) {
+	code, out := run(t, "list")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, out)
+	}
 
-	root := newRoot()
-	root.SetArgs([]string{"list"})
-	root.SetOut(&out)
+	for _, line := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
+		if n := utf8.RuneCountInString(line); n > 100 {
+			t.Errorf("a line of %d columns: %q", n, line)
+		}
+	}
 
-	if err := root.ExecuteContext(context.Background()); err != nil {
-		t.Fatal(err)
+	for _, name := range scenarios.Names() {
+		if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + ` `).MatchString(out) {
+			t.Errorf("list output lacks %s:\n%s", name, out)
+		}
+	}
+}
+
+func TestShowPrintsABuiltIn(t *testing.T) {
+	for _, name := range scenarios.Names() {
+		want, _, err := scenarios.Read(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		if code, out := run(t, "show", name); code != 0 || out != string(want) {
+			t.Errorf("show %s: exit %d, output differs from the built-in:\n%s", name, code, out)
+		}
+	}
+
+	if code, out := run(t, "show", "no-such-scenario"); code != exitInput || !strings.Contains(out, "talchaos list") {
+		t.Errorf("show of an unknown name: exit %d, %s", code, out)
+	}
+}
+
+// A report directory named after the scenario is what a user gets from
+// `talchaos run happy-path --report-dir happy-path`; the second run must still
+// find the built-in. ./NAME is the local file.
+func TestABuiltInIsNotShadowedByALocalPath(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+
+	for _, p := range []string{"happy-path/report.json", "too-many-learners"} {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+
+		if err := os.WriteFile(p, []byte("not a scenario"), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	for _, name := range []string{"happy-path", "too-many-learners"} {
-		if !strings.Contains(out.String(), name) {
-			t.Errorf("list output lacks %s:\n%s", name, out.String())
+		sc, err := loadScenario(name)
+		if err != nil || sc.Name != name {
+			t.Errorf("%s: %v", name, err)
 		}
+	}
+
+	if _, err := loadScenario("./too-many-learners"); err == nil || !strings.Contains(err.Error(), "too-many-learners") {
+		t.Errorf("./too-many-learners is the local file, which is no scenario: %v", err)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -66,8 +67,15 @@ Exit codes: 0 expectations held, 1 expectations failed, 2 bad input or usage,
 	return cmd
 }
 
-// loadScenario reads a scenario file, or a built-in scenario by name.
+// loadScenario reads a scenario file, or a built-in scenario by name. A bare
+// name (no directory, no extension) of a built-in is the built-in, whatever
+// the working directory holds: a report directory named after the scenario
+// must not shadow it (./NAME is the file).
 func loadScenario(arg string) (*scenario.Scenario, error) {
+	if isBuiltin(arg) {
+		return builtin(arg)
+	}
+
 	if _, err := os.Stat(arg); err == nil {
 		return chaos.Load(arg)
 	}
@@ -79,6 +87,11 @@ func loadScenario(arg string) (*scenario.Scenario, error) {
 	}
 
 	return nil, fmt.Errorf("%s: no such scenario file or built-in scenario (see 'talchaos list')", arg)
+}
+
+// isBuiltin reports whether arg is the bare name of a built-in scenario.
+func isBuiltin(arg string) bool {
+	return slices.Contains(scenarios.Names(), arg)
 }
 
 // replayedScenario is the scenario a report was made from: the copy it holds
