@@ -29,11 +29,6 @@ import (
 	"github.com/talchaos/talchaos/harness/target"
 )
 
-// DefaultSettle is how long a run keeps observing after the orchestrator
-// returns when the scenario says nothing: a bit more than Talos's 20 s etcd
-// health check period.
-const DefaultSettle = 30 * time.Second
-
 // PromoteWindow is Talos's promote loop budget on every line (TALOS-FIDELITY.md §1).
 const PromoteWindow = 10 * time.Minute
 
@@ -244,27 +239,7 @@ func runCluster(ctx context.Context, sc *scenario.Scenario, scale float64, opts 
 		log.Add("", "orchestrator.finished", orch.Name()+" finished")
 	}
 
-	// Let the nodes catch up with what just happened (by default one etcd health
-	// check period, so a member promoted a moment ago is also seen healthy), and
-	// give faults that strike a formed cluster time to play out.
-	settleFor := sc.Expect.Settle
-	if settleFor.Duration == 0 {
-		settleFor = scenario.Duration{Duration: DefaultSettle}
-	}
-
-	if settle := settleFor.Real(scale); settle > 0 && ctx.Err() == nil {
-		log.Add("", "run.settle", "observing for "+settleFor.String()+" more")
-
-		remaining := within - log.Since()
-
-		select {
-		case <-ctx.Done():
-		case <-time.After(max(min(settle, remaining), 0)):
-		}
-	}
-
-	// A fresh look at the end state, with the faults as they are now.
-	observer.Final(ctx)
+	settle(ctx, sc, scale, within, interval, log, rec, observer)
 
 	bgCancel()
 	<-observed
@@ -288,6 +263,67 @@ func runCluster(ctx context.Context, sc *scenario.Scenario, scale float64, opts 
 	log.Add("", "run.verdict", res.Verdict)
 
 	return nil
+}
+
+// settle keeps observing after the orchestrator returned: at least
+// expect.settle (so the nodes catch up with what just happened and faults
+// that strike a formed cluster play out), then until the state the verdict
+// is drawn from has held for expect.stable, so the verdict does not depend on
+// the instant of the last poll. A state that keeps changing is judged as it
+// is after expect.settle plus SettleBound, or when expect.within ends. The
+// run's last look (the final poll) must agree with the steady state, or the
+// wait goes on.
+func settle(ctx context.Context, sc *scenario.Scenario, scale float64, within, interval time.Duration,
+	log *eventlog.Log, rec *history.Recorder, observer *check.Observer,
+) {
+	least := sc.Expect.Settle.Real(scale)
+	stable := sc.Expect.Stable.Real(scale)
+	bound := scenario.Duration{Duration: sc.Expect.Settle.Duration + scenario.SettleBound}
+
+	start := log.Since()
+	end := min(start+bound.Real(scale), within)
+
+	log.Add("", "run.settle", fmt.Sprintf("observing for %s at least, until the state has held for %s (at most %s)",
+		sc.Expect.Settle, sc.Expect.Stable, bound))
+
+	wait := func(d time.Duration) bool {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(max(d, 0)):
+			return true
+		}
+	}
+
+	if !wait(min(start+least, end) - log.Since()) {
+		return
+	}
+
+	for {
+		if judge.Settled(rec.History(), rec.Since(), stable) {
+			observer.Final(ctx)
+
+			if judge.Settled(rec.History(), rec.Since(), stable) {
+				return
+			}
+		}
+
+		if log.Since() >= end {
+			why := fmt.Sprintf("within %s of settling", bound)
+			if end == within {
+				why = fmt.Sprintf("before expect.within (%s) ended", sc.Expect.Within)
+			}
+
+			log.Add("", "run.unsettled", fmt.Sprintf("the state did not hold still for %s %s; judging it as it is", sc.Expect.Stable, why))
+			observer.Final(ctx)
+
+			return
+		}
+
+		if !wait(min(interval, end-log.Since())) {
+			return
+		}
+	}
 }
 
 // SourceOf is the scenario file as it was parsed, with its sha256.

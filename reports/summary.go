@@ -34,7 +34,7 @@ func Summary(r *result.Result) string {
 
 	o := r.Outcome
 	fmt.Fprintf(tw, "\noutcome: %s  voters=%d learners=%d  in maintenance: %s\n",
-		convergedWord(o.Converged), o.Voters, o.Learners, listOrNone(o.NodesInMaintenance))
+		convergedWord(o.Converged, o.ConvergedFor), o.Voters, o.Learners, listOrNone(o.NodesInMaintenance))
 
 	if len(o.Nodes) > 0 {
 		fmt.Fprintf(tw, "\nnodes:\n")
@@ -193,7 +193,7 @@ func Markdown(r *result.Result) string {
 
 	o := r.Outcome
 	b.WriteString("\n## Outcome\n\n")
-	fmt.Fprintf(&b, "- **Converged:** %s\n", yesNo(o.Converged))
+	fmt.Fprintf(&b, "- **Converged:** %s\n", yesNo(o.Converged)+heldFor(o.ConvergedFor))
 	fmt.Fprintf(&b, "- **Voters:** %d, **learners:** %d\n", o.Voters, o.Learners)
 
 	maint := "none"
@@ -343,12 +343,26 @@ func nodeNote(n result.NodeOutcome) string {
 	return n.EtcdMessage
 }
 
-func convergedWord(ok bool) string {
+func convergedWord(ok bool, held string) string {
 	if ok {
-		return "converged"
+		return "converged" + heldFor(held)
+	}
+
+	if held != "" {
+		return "not converged (formed only for the last " + held + " Talos)"
 	}
 
 	return "not converged"
+}
+
+// heldFor says how long the cluster had been converged at the end of the
+// run (Talos time), when it was.
+func heldFor(held string) string {
+	if held == "" {
+		return ""
+	}
+
+	return " (for the last " + held + " Talos)"
 }
 
 func yesNo(ok bool) string {

@@ -27,6 +27,16 @@ func Judge(h history.History, exp scenario.Expect) Verdict {
 	ev := FromHistory(h, Options{})
 
 	v := Verdict{Outcome: outcome(ev), Diagnoses: Diagnose(ev)}
+
+	// Converged is a state that held, not one poll's luck.
+	v.Outcome.Converged = false
+
+	if since, ok := ConvergedSince(h); ok {
+		held := ev.Final.At - since
+		v.Outcome.ConvergedFor = ev.talosTime(held)
+		v.Outcome.Converged = held >= exp.Stable.Real(ev.Scale)
+	}
+
 	v.Checks = Checks(exp, v.Outcome, v.Diagnoses, ev.Scale)
 	v.Verdict = result.Pass
 
@@ -74,7 +84,12 @@ func Checks(exp scenario.Expect, out result.Outcome, diags []result.Diagnosis, s
 	}
 
 	if exp.Converged != nil {
-		add("converged", fmt.Sprint(*exp.Converged), fmt.Sprint(out.Converged))
+		actual := fmt.Sprint(out.Converged)
+		if !out.Converged && out.ConvergedFor != "" {
+			actual += fmt.Sprintf(" (converged for the last %s only, %s required)", out.ConvergedFor, exp.Stable)
+		}
+
+		checks = append(checks, result.Check{Name: "converged", Expected: fmt.Sprint(*exp.Converged), Actual: actual, Passed: *exp.Converged == out.Converged})
 	}
 
 	if exp.Voters != nil {

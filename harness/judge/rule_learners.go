@@ -39,13 +39,13 @@ func tooManyLearners(ev *Evidence) []result.Diagnosis {
 		}
 
 		if _, member := main.Member(n.Name, n.Address); member {
-			blocked := ev.slotTaken(n.Name, line.At)
+			blocked, by := ev.slotTaken(n.Name, line.At)
 			if blocked < ev.talos(blockedLong) {
 				continue
 			}
 
 			out = append(out, diag("too-many-learners", n.Name,
-				fmt.Sprintf("%s was refused by etcd for %s until the learner slot was freed", n.Name, ev.span(blocked)),
+				fmt.Sprintf("%s was refused by etcd while %s held the learner slot for %s", n.Name, by, ev.span(blocked)),
 				line.Text, line.At))
 
 			continue
@@ -64,20 +64,20 @@ func tooManyLearners(ev *Evidence) []result.Diagnosis {
 	return out
 }
 
-// slotTaken is how long after a refusal at `at` another learner kept the slot
-// that node was waiting for: until that learner's promotion, or until node got
-// in itself.
-func (ev *Evidence) slotTaken(node string, at time.Duration) time.Duration {
+// slotTaken is how long, after a refusal at `at`, one other learner kept the
+// slot node was waiting for: the longest stretch any single learner held it
+// (until its promotion, or until node got in itself). Joiners queued behind a
+// row of quick promotions (five or six control planes joining at once) wait
+// long in sum, but no slot is stuck.
+func (ev *Evidence) slotTaken(node string, at time.Duration) (held time.Duration, by string) {
 	joined, ok := ev.LearnerSince(node)
 	if !ok {
 		joined = ev.Now
 	}
 
-	until := at
-
 	for _, o := range ev.controlPlanes() {
 		since, ok := ev.LearnerSince(o.Name)
-		if o.Name == node || !ok || since > at {
+		if o.Name == node || !ok || since > joined {
 			continue
 		}
 
@@ -86,10 +86,12 @@ func (ev *Evidence) slotTaken(node string, at time.Duration) time.Duration {
 			end = joined
 		}
 
-		until = max(until, end)
+		if d := end - max(since, at); d > held {
+			held, by = d, o.Name
+		}
 	}
 
-	return until - at
+	return held, by
 }
 
 // learner is what is known of one named learner member: whether Talos gave up

@@ -82,7 +82,11 @@ type Planned struct {
 
 // Outcome is the final observed state of the cluster.
 type Outcome struct {
-	Converged          bool     `json:"converged"`
+	// Converged: the cluster formed and stayed formed for the scenario's
+	// stable period (expect.stable) up to the end of the run.
+	Converged bool `json:"converged"`
+	// ConvergedFor is how long (Talos time) it had been converged at the end.
+	ConvergedFor       string   `json:"convergedFor,omitempty"`
 	Voters             int      `json:"voters"`
 	Learners           int      `json:"learners"`
 	NodesInMaintenance []string `json:"nodesInMaintenance"`

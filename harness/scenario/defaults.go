@@ -26,6 +26,14 @@ func (s *Scenario) applyDefaults() {
 		s.Expect.Within.Duration = DefaultWithin
 	}
 
+	if s.Expect.Settle.Duration == 0 {
+		s.Expect.Settle.Duration = DefaultSettle
+	}
+
+	if s.Expect.Stable.Duration == 0 {
+		s.Expect.Stable.Duration = DefaultStable
+	}
+
 	// The orchestrator gets the whole run unless told otherwise.
 	if s.Orchestrator.Timeout.Duration == 0 {
 		s.Orchestrator.Timeout = s.Expect.Within

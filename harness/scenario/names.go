@@ -13,6 +13,19 @@ const DefaultEtcdImagePull = 2 * time.Second
 // DefaultWithin bounds a run when expect.within is not set.
 const DefaultWithin = 30 * time.Minute
 
+// DefaultSettle is how long a run keeps observing at least after the
+// orchestrator returns when expect.settle is not set: more than Talos's 20 s
+// etcd health check period, so a member promoted a moment ago is seen healthy.
+const DefaultSettle = 30 * time.Second
+
+// DefaultStable is how long the judged state must hold when expect.stable is
+// not set: more than one etcd health check period.
+const DefaultStable = 30 * time.Second
+
+// SettleBound is how much longer than expect.settle a run waits for its state
+// to hold still before it is judged as it is (within expect.within).
+const SettleBound = 5 * time.Minute
+
 // DefaultValueBytes is the workload value size when writes are enabled without one.
 const DefaultValueBytes = 256
 

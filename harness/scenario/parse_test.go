@@ -121,6 +121,7 @@ func TestParseFull(t *testing.T) {
 		NodesInMaintenance: []string{"w1"},
 		Diagnoses:          []ExpectedDiagnosis{{Code: "learner-not-synced", Node: "cp3"}},
 		NoDiagnoses:        []string{"split-brain"},
+		Settle:             d("30s"), Stable: d("30s"),
 	})
 
 	// Errors raised later by other packages point at the field, or at the fault when the

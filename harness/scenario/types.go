@@ -203,9 +203,14 @@ type Expect struct {
 	Diagnoses          []ExpectedDiagnosis `yaml:"diagnoses"`
 	// NoDiagnoses asserts that none of these codes is produced.
 	NoDiagnoses []string `yaml:"noDiagnoses"`
-	// Settle keeps observing this long after the orchestrator returned (Talos
-	// time), for faults that strike a formed cluster.
+	// Settle keeps observing at least this long after the orchestrator
+	// returned (Talos time; default 30s), for faults that strike a formed
+	// cluster.
 	Settle Duration `yaml:"settle"`
+	// Stable is how long the judged state must hold before the run ends, and
+	// how long the cluster must have been converged to count as converged
+	// (Talos time; default 30s, more than one etcd health check period).
+	Stable Duration `yaml:"stable"`
 	// Promotions bound the time a node spent as a learner before its promotion.
 	Promotions []ExpectedPromotion `yaml:"promotions"`
 }

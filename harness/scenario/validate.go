@@ -228,6 +228,7 @@ func (v *validator) expect() {
 
 	v.duration("expect.within", e.Within)
 	v.duration("expect.settle", e.Settle)
+	v.duration("expect.stable", e.Stable)
 
 	for _, l := range []struct {
 		field string

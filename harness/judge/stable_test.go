@@ -1,0 +1,100 @@
+package judge
+
+import (
+	"testing"
+	"time"
+
+	"github.com/talchaos/talchaos/harness/history"
+	"github.com/talchaos/talchaos/harness/scenario"
+)
+
+// timeline records observations as a run would: each a full look at the
+// nodes at an offset (seconds), the last one marked final.
+func timeline(t *testing.T, looks ...struct {
+	at int
+	o  *history.Observation
+},
+) history.History {
+	t.Helper()
+
+	var nodes []history.Node
+	for _, n := range looks[0].o.Ordered() {
+		nodes = append(nodes, history.Node{Name: n.Name, Role: n.Role, Address: n.Address})
+	}
+
+	rec := history.NewRecorder(time.Time{}, 1, nodes)
+
+	for i, l := range looks {
+		for _, n := range l.o.Ordered() {
+			rec.Observe(time.Duration(l.at)*time.Second, n, i == len(looks)-1)
+		}
+	}
+
+	return rec.History()
+}
+
+type look = struct {
+	at int
+	o  *history.Observation
+}
+
+func TestStableVerdicts(t *testing.T) {
+	yes := true
+	exp := scenario.Expect{Converged: &yes, Stable: scenario.Duration{Duration: 30 * time.Second}}
+
+	learner := obs(func(o *history.Observation) {
+		converged(o)
+		ms := []history.Member{member(1, "cp1", cp1, false), member(2, "cp2", cp2, false), member(3, "cp3", cp3, true)}
+
+		for _, n := range o.Nodes {
+			n.Members = ms
+		}
+
+		o.Nodes["cp3"].Etcd = running(false, errLearnerRPC)
+	})
+	down := obs(func(o *history.Observation) {
+		converged(o)
+		o.Nodes["cp2"].Mode, o.Nodes["cp2"].Etcd, o.Nodes["cp2"].Members = history.ModeDown, nil, nil
+	})
+
+	for _, tc := range []struct {
+		name      string
+		looks     []look
+		converged bool
+		held      string
+		settledAt int // the first second Settled holds (-1: never within 120 s)
+	}{
+		{"converged and held", []look{{0, learner}, {10, obs(converged)}, {45, obs(converged)}}, true, "35s", 40},
+		{"converged a moment before the end", []look{{0, learner}, {40, obs(converged)}, {45, obs(converged)}}, false, "5s", 70},
+		{"a break restarts the clock", []look{{0, obs(converged)}, {20, down}, {25, obs(converged)}, {60, obs(converged)}}, true, "35s", 55},
+		{"never converged", []look{{0, learner}, {50, learner}}, false, "", 30},
+		{"lost at the end", []look{{0, obs(converged)}, {50, down}}, false, "", 80},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := timeline(t, tc.looks...)
+			v := Judge(h, exp)
+
+			if v.Outcome.Converged != tc.converged || v.Outcome.ConvergedFor != tc.held {
+				t.Errorf("converged %t for %q, want %t for %q", v.Outcome.Converged, v.Outcome.ConvergedFor, tc.converged, tc.held)
+			}
+
+			if want := map[bool]string{true: "pass", false: "fail"}[tc.converged]; v.Verdict != want {
+				t.Errorf("verdict %s, want %s: %+v", v.Verdict, want, v.Checks)
+			}
+
+			first := -1
+
+			for s := 0; s <= 120; s++ {
+				if Settled(h, time.Duration(s)*time.Second, exp.Stable.Duration) {
+					first = s
+
+					break
+				}
+			}
+
+			if first != tc.settledAt {
+				t.Errorf("settled from %ds, want %ds", first, tc.settledAt)
+			}
+		})
+	}
+}
