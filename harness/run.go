@@ -373,7 +373,7 @@ func SecretsOf(cluster target.Cluster) []string {
 }
 
 // foreignTalosconfig is a talosconfig for the same endpoints from a fresh secrets
-// bundle: what `talosctl gen config --force` leaves behind (seed 001).
+// bundle: what `talosctl gen config --force` leaves behind (field report FR-001).
 func foreignTalosconfig(nodes []target.Node) (*clientconfig.Config, error) {
 	bundle, err := secretbundle.New(config.TalosVersionCurrent)
 	if err != nil {

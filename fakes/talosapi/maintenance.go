@@ -71,7 +71,7 @@ func (m *maintenanceServer) Version(context.Context, *emptypb.Empty) (*machine.V
 
 // validationMode is the runtime mode configs are validated in: a metal node booted
 // from install media, so install instructions are required until it is installed
-// (which is how seed 001's SecureBoot conflict is found). Version still reports
+// (which is how field report FR-001's SecureBoot conflict is found). Version still reports
 // platform mode "container" so health checks skip hardware sizes.
 type validationMode struct{ installed bool }
 

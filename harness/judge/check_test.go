@@ -113,7 +113,7 @@ func TestDiagnose(t *testing.T) {
 		absent []string
 	}{
 		{
-			name: "seed 000: learner never promoted, third node refused",
+			name: "field report FR-000: learner never promoted, third node refused",
 			ev:   Evidence{Final: stuck, machined: logs, PromoteWindow: 10 * time.Second, Now: 14 * time.Second},
 			want: []string{"learner-not-promoted@cp2", "too-many-learners@cp3"},
 		},

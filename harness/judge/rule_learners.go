@@ -24,7 +24,7 @@ const (
 const blockedLong = 2 * time.Minute
 
 // tooManyLearners: a control plane was refused because the learner slot was
-// taken (talos #5350, seed 000): for good when it is still not a member, or for
+// taken (talos #5350, field report FR-000): for good when it is still not a member, or for
 // long before it finally got in.
 func tooManyLearners(ev *Evidence) []result.Diagnosis {
 	var out []result.Diagnosis
@@ -192,7 +192,7 @@ func (l learner) runningFor(ev *Evidence) string {
 
 // learnerNotPromoted: a learner whose promote loop gave up, or whose 10-minute
 // promote window has passed, stays a learner for good; nothing in Talos retries
-// (talos #5794, #7903, seed 000).
+// (talos #5794, #7903, field report FR-000).
 func learnerNotPromoted(ev *Evidence) []result.Diagnosis {
 	var out []result.Diagnosis
 

@@ -53,7 +53,7 @@ func apiUnreachable(ev *Evidence) []result.Diagnosis {
 }
 
 // nodeInMaintenance: a node still answering the insecure maintenance API never
-// got a valid config; it waits forever (seeds 001, 003).
+// got a valid config; it waits forever (field reports FR-001, FR-003).
 func nodeInMaintenance(ev *Evidence) []result.Diagnosis {
 	var out []result.Diagnosis
 
@@ -85,7 +85,7 @@ func nodeInMaintenance(ev *Evidence) []result.Diagnosis {
 }
 
 // tlsCertificateRequired: a client without a certificate talked to a node that
-// had already switched to mutual TLS (seed 004, talos #10185, #9241, #8442).
+// had already switched to mutual TLS (field report FR-004, talos #10185, #9241, #8442).
 func tlsCertificateRequired(ev *Evidence) []result.Diagnosis {
 	var out []result.Diagnosis
 
@@ -106,7 +106,7 @@ func tlsCertificateRequired(ev *Evidence) []result.Diagnosis {
 	return out
 }
 
-// pkiMismatch: the node's API CA is not the talosconfig's (seed 001: talosconfig
+// pkiMismatch: the node's API CA is not the talosconfig's (field report FR-001: talosconfig
 // regenerated with --force).
 func pkiMismatch(ev *Evidence) []result.Diagnosis {
 	var out []result.Diagnosis
@@ -161,7 +161,7 @@ func describeCall(c CallAt) string {
 	return fmt.Sprintf("%s %s (%s): rpc error: code = %s desc = %s", c.RPC, c.Node, c.Client, c.Code, c.Message)
 }
 
-// configInvalid: the node refused the config with InvalidArgument (seed 001).
+// configInvalid: the node refused the config with InvalidArgument (field report FR-001).
 func configInvalid(ev *Evidence) []result.Diagnosis {
 	var out []result.Diagnosis
 

@@ -13,14 +13,14 @@ import (
 	"github.com/talchaos/talchaos/harness/target"
 )
 
-// Naive is what the field scripts do (seeds 000, 001, 003, 004; TALOS-FIDELITY
+// Naive is what the field scripts do (field reports FR-000, FR-001, FR-003, FR-004; TALOS-FIDELITY
 // §4):
 //
 //   - apply: `talosctl apply-config --insecure ... ;` for every node in turn, one
 //     ApplyConfiguration (mode AUTO) through the maintenance client; a failure is
 //     recorded and ignored. With RetryApply a failed apply is sent again through
 //     the same insecure client every 5 s until it succeeds, never checking whether
-//     the node already left maintenance (the Go code of seed 004).
+//     the node already left maintenance (the Go code of field report FR-004).
 //   - bootstrap: Terraform's talos_machine_bootstrap: Bootstrap on the bootstrap
 //     node every 5 s until it is accepted; only InvalidArgument stops it, so an
 //     AlreadyExists after a lost reply is retried until the deadline.

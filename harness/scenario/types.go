@@ -104,7 +104,7 @@ type Orchestrator struct {
 	Command       []string `yaml:"command"`       // exec only
 	// RetryApply (naive only) retries a failed apply through the same insecure
 	// maintenance client every 5 s until it succeeds, without checking whether
-	// the node already left maintenance (seed 004); bootstrap then waits for
+	// the node already left maintenance (field report FR-004); bootstrap then waits for
 	// every apply to succeed.
 	RetryApply bool `yaml:"retryApply"`
 	// BootstrapNodes (naive only) bootstraps each of these control planes in
@@ -113,7 +113,7 @@ type Orchestrator struct {
 	BootstrapNodes []string `yaml:"bootstrapNodes"`
 	// Talosconfig is what the orchestrator authenticates with: "" the cluster's
 	// own; "other-secrets" one generated from another secrets bundle, as after
-	// `talosctl gen config --force` regenerated the talosconfig (seed 001).
+	// `talosctl gen config --force` regenerated the talosconfig (field report FR-001).
 	Talosconfig string `yaml:"talosconfig"`
 }
 
