@@ -345,6 +345,10 @@ func ScaleNote(sc *scenario.Scenario, tgt target.Target) string {
 		return fmt.Sprintf("time scale %g", scale)
 	}
 
+	if r, ok := tgt.(target.ScaleReasoner); ok {
+		return fmt.Sprintf("time scale %g, not the scenario's %g: %s", scale, sc.TimeScale, r.ScaleReason(sc))
+	}
+
 	return fmt.Sprintf("time scale %g: the %s target's nodes run their own timers (the scenario's %g is for simulated nodes)", scale, tgt.Name(), sc.TimeScale)
 }
 

@@ -1,6 +1,9 @@
 package reports
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"encoding/xml"
 	"fmt"
 	"strings"
@@ -25,6 +28,7 @@ type junitTestSuite struct {
 	Timestamp  string          `xml:"timestamp,attr,omitempty"`
 	Properties []junitProperty `xml:"properties>property,omitempty"`
 	Cases      []junitTestCase `xml:"testcase"`
+	SystemOut  *junitText      `xml:"system-out,omitempty"`
 }
 
 type junitProperty struct {
@@ -52,34 +56,20 @@ type junitProblem struct {
 	Body    string `xml:",cdata"`
 }
 
-// marshalJUnit renders junit.xml: one suite "talchaos" holding one test case
-// for the run. Verdict fail gives a <failure>, error (or an unknown verdict,
-// so it never passes silently) an <error>, pass neither.
+// marshalJUnit renders junit.xml: one suite "talchaos" for the run, one test
+// case per expectation check (so a CI reporter names the check that
+// failed), and a case "run" with an <error> when the run itself failed (or
+// its verdict is unknown, so it never passes silently). The suite's
+// properties say what reproduces it: seed, schedule hash, scenario hash, tool.
 func marshalJUnit(r *result.Result) ([]byte, error) {
 	secs := fmt.Sprintf("%.3f", float64(r.DurationMs)/1000)
-
-	tc := junitTestCase{
-		Classname: "talchaos." + r.Target,
-		Name:      fmt.Sprintf("%s (seed %d)", r.Scenario, r.Seed),
-		Time:      secs,
-		SystemOut: &junitText{Text: xmlSafe("replay: " + replayCmd(r) + "\n\n" + Summary(r))},
-	}
+	class := "talchaos." + r.Target + "." + r.Scenario
 
 	suite := junitTestSuite{
-		Name:  "talchaos",
-		Tests: 1,
-		Time:  secs,
-		Properties: []junitProperty{
-			{Name: "scenario", Value: r.Scenario},
-			{Name: "target", Value: r.Target},
-			{Name: "seed", Value: fmt.Sprint(r.Seed)},
-			{Name: "talos", Value: r.Talos},
-			{Name: "verdict", Value: r.Verdict},
-		},
-	}
-
-	if r.File != "" {
-		suite.Properties = append(suite.Properties, junitProperty{Name: "file", Value: r.File})
+		Name:       "talchaos",
+		Time:       secs,
+		Properties: junitProperties(r),
+		SystemOut:  &junitText{Text: xmlSafe("replay: " + replayCmd(r) + "\n\n" + Summary(r))},
 	}
 
 	// The JUnit schema's timestamp has no zone; emit UTC if StartedAt parses.
@@ -87,28 +77,40 @@ func marshalJUnit(r *result.Result) ([]byte, error) {
 		suite.Timestamp = t.UTC().Format("2006-01-02T15:04:05")
 	}
 
-	switch r.Verdict {
-	case result.Pass:
-	case result.Fail:
-		suite.Failures = 1
-		tc.Failure = &junitProblem{Message: failureMessage(r), Body: xmlSafe(problemBody(r))}
-	default:
-		suite.Errors = 1
+	for _, c := range r.Checks {
+		tc := junitTestCase{Classname: class, Name: c.Name, Time: "0.000"}
 
-		msg := firstLine(r.Error)
-		if r.Verdict != result.Error {
-			msg = fmt.Sprintf("unknown verdict %q", r.Verdict)
-			if r.Error != "" {
-				msg += ": " + firstLine(r.Error)
+		if !c.Passed {
+			suite.Failures++
+			tc.Failure = &junitProblem{
+				Message: oneLine(fmt.Sprintf("%s: expected %s, actual %s", c.Name, c.Expected, c.Actual)),
+				Body:    xmlSafe("replay: " + replayCmd(r) + "\n" + problemBody(r)),
 			}
-		} else if msg == "" {
-			msg = "harness error"
 		}
 
-		tc.Error = &junitProblem{Message: msg, Body: xmlSafe(problemBody(r))}
+		suite.Cases = append(suite.Cases, tc)
 	}
 
-	suite.Cases = []junitTestCase{tc}
+	if msg, ok := runError(r); ok {
+		suite.Errors++
+		suite.Cases = append(suite.Cases, junitTestCase{
+			Classname: class, Name: "run", Time: secs,
+			Error: &junitProblem{Message: msg, Body: xmlSafe(problemBody(r))},
+		})
+	}
+
+	if len(suite.Cases) == 0 {
+		// A run without expectations proves nothing, but says it ran.
+		tc := junitTestCase{Classname: class, Name: "run", Time: secs}
+		if r.Verdict == result.Fail {
+			suite.Failures++
+			tc.Failure = &junitProblem{Message: failureMessage(r), Body: xmlSafe(problemBody(r))}
+		}
+
+		suite.Cases = append(suite.Cases, tc)
+	}
+
+	suite.Tests = len(suite.Cases)
 
 	out, err := xml.MarshalIndent(junitTestSuites{Suites: []junitTestSuite{suite}}, "", "  ")
 	if err != nil {
@@ -116,6 +118,83 @@ func marshalJUnit(r *result.Result) ([]byte, error) {
 	}
 
 	return append(append([]byte(xml.Header), out...), '\n'), nil
+}
+
+// runError is the <error> message of a run that did not get to a verdict of
+// its own, or whose verdict is unknown.
+func runError(r *result.Result) (string, bool) {
+	switch r.Verdict {
+	case result.Pass, result.Fail:
+		return "", false
+	case result.Error:
+		if msg := firstLine(r.Error); msg != "" {
+			return msg, true
+		}
+
+		return "harness error", true
+	}
+
+	msg := fmt.Sprintf("unknown verdict %q", r.Verdict)
+	if r.Error != "" {
+		msg += ": " + firstLine(r.Error)
+	}
+
+	return msg, true
+}
+
+// junitProperties identify the run: what it ran, where, with which seed and
+// schedule (sha256 of the resolved schedule), and which talchaos.
+func junitProperties(r *result.Result) []junitProperty {
+	props := []junitProperty{
+		{Name: "scenario", Value: r.Scenario},
+		{Name: "target", Value: r.Target},
+		{Name: "seed", Value: fmt.Sprint(r.Seed)},
+		{Name: "talos", Value: r.Talos},
+		{Name: "verdict", Value: r.Verdict},
+		{Name: "schedule-sha256", Value: ScheduleHash(r)},
+		{Name: "tool", Value: toolVersion(r)},
+	}
+
+	if r.File != "" {
+		props = append(props, junitProperty{Name: "file", Value: r.File})
+	}
+
+	if r.Source != nil {
+		props = append(props, junitProperty{Name: "scenario-sha256", Value: r.Source.SHA256})
+	}
+
+	return props
+}
+
+// ScheduleHash is the sha256 of the run's resolved fault schedule as
+// report.json holds it: two runs with the same hash struck the same faults at
+// the same triggers on the same nodes.
+func ScheduleHash(r *result.Result) string {
+	data, err := json.Marshal(r.Schedule)
+	if err != nil {
+		return ""
+	}
+
+	sum := sha256.Sum256(data)
+
+	return hex.EncodeToString(sum[:])
+}
+
+// toolVersion is the talchaos build, with its VCS revision when known.
+func toolVersion(r *result.Result) string {
+	v := r.Tool.Version
+	if v == "" {
+		v = "unknown"
+	}
+
+	if r.Tool.Revision != "" {
+		v += " " + r.Tool.Revision
+		if r.Tool.Modified {
+			v += "+dirty"
+		}
+	}
+
+	return v
 }
 
 // failureMessage is the one-line message attribute of <failure>.

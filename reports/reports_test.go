@@ -303,15 +303,18 @@ func TestWriteRejectsForeignSchemaAndNil(t *testing.T) {
 type junit struct {
 	XMLName xml.Name `xml:"testsuites"`
 	Suites  []struct {
-		Name     string `xml:"name,attr"`
-		Tests    int    `xml:"tests,attr"`
-		Failures int    `xml:"failures,attr"`
-		Errors   int    `xml:"errors,attr"`
-		Time     string `xml:"time,attr"`
-		Cases    []struct {
+		Name       string `xml:"name,attr"`
+		Tests      int    `xml:"tests,attr"`
+		Failures   int    `xml:"failures,attr"`
+		Errors     int    `xml:"errors,attr"`
+		Time       string `xml:"time,attr"`
+		Properties []struct {
+			Name  string `xml:"name,attr"`
+			Value string `xml:"value,attr"`
+		} `xml:"properties>property"`
+		Cases []struct {
 			Classname string `xml:"classname,attr"`
 			Name      string `xml:"name,attr"`
-			Time      string `xml:"time,attr"`
 			Failure   *struct {
 				Message string `xml:"message,attr"`
 				Body    string `xml:",chardata"`
@@ -320,25 +323,28 @@ type junit struct {
 				Message string `xml:"message,attr"`
 				Body    string `xml:",chardata"`
 			} `xml:"error"`
-			SystemOut string `xml:"system-out"`
 		} `xml:"testcase"`
+		SystemOut string `xml:"system-out"`
 	} `xml:"testsuite"`
 }
 
+// junit.xml has one test case per expectation check, failed ones with the
+// check in the message and the diagnoses in the body; a run that erred has a
+// case "run" with an <error>.
 func TestJUnit(t *testing.T) {
 	tests := []struct {
-		name         string
-		r            *result.Result
-		wantFailures int
-		wantErrors   int
-		wantTime     string
-		wantInBody   []string
+		name       string
+		r          *result.Result
+		wantCases  []string // name, "!" suffix: failed, "?" suffix: error
+		wantTime   string
+		wantInBody []string
 	}{
-		{"empty", emptyResult(), 0, 0, "0.000", nil},
-		{"pass", passResult(), 0, 0, "83.456", nil},
+		{"empty", emptyResult(), []string{"run"}, "0.000", nil},
+		{"pass", passResult(), []string{"converged", "voters"}, "83.456", nil},
 		{
-			"fail", failResult(), 1, 0, "83.456",
+			"fail", failResult(), []string{"converged!", "voters!", "no-maintenance!", "api-reachable"}, "83.456",
 			[]string{
+				"replay: talchaos run",
 				"converged: expected true, actual false",
 				"voters: expected 3, actual 2",
 				"no-maintenance: expected [], actual [cp-3]",
@@ -347,10 +353,7 @@ func TestJUnit(t *testing.T) {
 				"evidence: member 91bc isLearner=true at t=300s",
 			},
 		},
-		{
-			"error", errorResult(), 0, 1, "1.234",
-			[]string{"permission denied", "second line <with> & specials"},
-		},
+		{"error", errorResult(), []string{"run?"}, "1.234", []string{"permission denied", "second line <with> & specials"}},
 		{
 			"error with awkward text",
 			func() *result.Result {
@@ -358,10 +361,12 @@ func TestJUnit(t *testing.T) {
 				r.Error = "log: \x1b[31mred\x1b[0m nul\x00 ]]> end <![CDATA[ x"
 				return r
 			}(),
-			0, 1, "1.234",
+			[]string{"run?"}, "1.234",
 			[]string{"log: \uFFFD[31mred\uFFFD[0m nul\uFFFD ]]> end <![CDATA[ x"},
 		},
-		{"unknown verdict", func() *result.Result { r := emptyResult(); r.Verdict = ""; return r }(), 0, 1, "0.000", nil},
+		{"unknown verdict", func() *result.Result { r := emptyResult(); r.Verdict = ""; return r }(), []string{"run?"}, "0.000", nil},
+		{"error after checks", func() *result.Result { r := passResult(); r.Verdict, r.Error = result.Error, "interrupted"; return r }(),
+			[]string{"converged", "voters", "run?"}, "83.456", []string{"interrupted"}},
 	}
 
 	for _, tt := range tests {
@@ -390,65 +395,83 @@ func TestJUnit(t *testing.T) {
 			}
 
 			s := j.Suites[0]
-			if s.Name != "talchaos" || s.Tests != 1 || s.Failures != tt.wantFailures || s.Errors != tt.wantErrors || s.Time != tt.wantTime {
-				t.Errorf("suite = name %q tests %d failures %d errors %d time %q, want talchaos 1 %d %d %q",
-					s.Name, s.Tests, s.Failures, s.Errors, s.Time, tt.wantFailures, tt.wantErrors, tt.wantTime)
-			}
 
-			if len(s.Cases) != 1 {
-				t.Fatalf("%d test cases, want 1", len(s.Cases))
-			}
+			var got []string
 
-			c := s.Cases[0]
-			if want := "talchaos." + tt.r.Target; c.Classname != want {
-				t.Errorf("classname = %q, want %q", c.Classname, want)
-			}
+			failures, errs := 0, 0
 
-			if want := tt.r.Scenario + " (seed " + strconv.FormatInt(tt.r.Seed, 10) + ")"; c.Name != want {
-				t.Errorf("name = %q, want %q", c.Name, want)
-			}
+			for _, c := range s.Cases {
+				name := c.Name
 
-			if c.Time != tt.wantTime {
-				t.Errorf("testcase time = %q, want %q", c.Time, tt.wantTime)
-			}
+				switch {
+				case c.Failure != nil:
+					name += "!"
+					failures++
 
-			if (c.Failure != nil) != (tt.r.Verdict == result.Fail) {
-				t.Errorf("failure element present = %v, verdict %q", c.Failure != nil, tt.r.Verdict)
-			}
+					if !strings.Contains(c.Failure.Message, c.Name) {
+						t.Errorf("failure message %q does not name its check", c.Failure.Message)
+					}
+				case c.Error != nil:
+					name += "?"
+					errs++
+				}
 
-			if (c.Error != nil) != (tt.wantErrors == 1) {
-				t.Errorf("error element present = %v, want %v", c.Error != nil, tt.wantErrors == 1)
-			}
+				got = append(got, name)
 
-			var body, msg string
+				if want := "talchaos." + tt.r.Target + "." + tt.r.Scenario; c.Classname != want {
+					t.Errorf("classname = %q, want %q", c.Classname, want)
+				}
 
-			switch {
-			case c.Failure != nil:
-				body, msg = c.Failure.Body, c.Failure.Message
-			case c.Error != nil:
-				body, msg = c.Error.Body, c.Error.Message
-			}
+				for _, p := range []*struct {
+					Message string `xml:"message,attr"`
+					Body    string `xml:",chardata"`
+				}{c.Failure, c.Error} {
+					if p == nil {
+						continue
+					}
 
-			if (c.Failure != nil || c.Error != nil) && msg == "" {
-				t.Error("failure/error has an empty message")
-			}
+					if p.Message == "" {
+						t.Error("failure/error has an empty message")
+					}
 
-			for _, want := range tt.wantInBody {
-				if !strings.Contains(body, want) {
-					t.Errorf("failure/error body lacks %q:\n%s", want, body)
+					for _, want := range tt.wantInBody {
+						if !strings.Contains(p.Body, want) {
+							t.Errorf("%s: body lacks %q:\n%s", c.Name, want, p.Body)
+						}
+					}
+
+					if strings.Contains(p.Body, "api-reachable") {
+						t.Errorf("body lists a passed check:\n%s", p.Body)
+					}
 				}
 			}
 
-			if tt.r.Verdict == result.Fail && strings.Contains(body, "api-reachable") {
-				t.Errorf("failure body lists a passed check:\n%s", body)
+			if !slices.Equal(got, tt.wantCases) {
+				t.Errorf("cases %v, want %v", got, tt.wantCases)
 			}
 
-			if !strings.Contains(c.SystemOut, "replay: "+tt.r.Replay) {
-				t.Errorf("system-out lacks the replay command:\n%s", c.SystemOut)
+			if s.Name != "talchaos" || s.Tests != len(s.Cases) || s.Failures != failures || s.Errors != errs || s.Time != tt.wantTime {
+				t.Errorf("suite = name %q tests %d failures %d errors %d time %q, want talchaos %d %d %d %q",
+					s.Name, s.Tests, s.Failures, s.Errors, s.Time, len(s.Cases), failures, errs, tt.wantTime)
 			}
 
-			if !strings.Contains(c.SystemOut, xmlSafe(Summary(tt.r))) {
-				t.Errorf("system-out lacks the summary:\n%s", c.SystemOut)
+			props := map[string]string{}
+			for _, p := range s.Properties {
+				props[p.Name] = p.Value
+			}
+
+			for _, name := range []string{"scenario", "target", "seed", "talos", "verdict", "schedule-sha256", "tool"} {
+				if _, ok := props[name]; !ok {
+					t.Errorf("no property %s: %v", name, props)
+				}
+			}
+
+			if props["seed"] != strconv.FormatInt(tt.r.Seed, 10) || props["schedule-sha256"] != ScheduleHash(tt.r) || len(props["schedule-sha256"]) != 64 {
+				t.Errorf("properties %v", props)
+			}
+
+			if !strings.Contains(s.SystemOut, "replay: "+tt.r.Replay) || !strings.Contains(s.SystemOut, xmlSafe(Summary(tt.r))) {
+				t.Errorf("system-out lacks the replay command or the summary:\n%s", s.SystemOut)
 			}
 		})
 	}

@@ -84,10 +84,7 @@ func NewCluster(ctx context.Context, sc *scenario.Scenario, seed int64) (_ *Clus
 		return nil, err
 	}
 
-	scale := sc.TimeScale
-	if scale < 1 {
-		scale = 1
-	}
+	scale := Scale(sc)
 
 	c := &Cluster{sc: sc, profile: profile, scale: scale, seed: seed, configs: map[string][]byte{}}
 	c.ctx, c.cancel = context.WithCancel(context.Background())

@@ -444,7 +444,14 @@ func (n *Node) runEtcdOnce(ctx context.Context, svc *service, args etcdStartArgs
 
 	svc.update(stateRunning, "Started task etcd (PID %d) for container etcd", pid)
 
+	guard := &stopGuard{}
+	cfg.GRPCAdditionalServerOptions = append(cfg.GRPCAdditionalServerOptions, guard.options()...)
+
 	e, err := embed.StartEtcd(cfg)
+	if err == nil {
+		guard.e.Store(e)
+	}
+
 	if err != nil {
 		n.etcdLog.Printf(`{"level":"fatal","msg":"discovery failed","error":%q}`, err.Error())
 

@@ -198,3 +198,27 @@ func TestReportReadsBack(t *testing.T) {
 		t.Fatalf("report exit %d:\n%s", code, out)
 	}
 }
+
+// A healthy run as a new user types it, twice into a report directory named
+// after the scenario: both pass, and nothing alarming is printed (the x509
+// errors of a node in maintenance are expected and stay in the history).
+func TestHappyPathTwiceIntoItsOwnNameQuietly(t *testing.T) {
+	t.Chdir(t.TempDir())
+
+	for i := range 2 {
+		code, out := run(t, "run", "happy-path", "--report-dir", "happy-path")
+		if code != 0 {
+			t.Fatalf("run %d: exit %d:\n%s", i+1, code, out)
+		}
+
+		for _, alarm := range []string{"x509", "unknown authority", "orchestrator.error"} {
+			if strings.Contains(out, alarm) {
+				t.Errorf("run %d prints %q:\n%s", i+1, alarm, out)
+			}
+		}
+	}
+
+	if _, err := os.Stat(filepath.Join("happy-path", "report.json")); err != nil {
+		t.Error(err)
+	}
+}

@@ -279,7 +279,7 @@ func (o *Observer) pollNode(ctx context.Context, n target.Node) *history.NodeObs
 
 	// A node switching to mutual TLS refuses the insecure client before the
 	// talosconfig client has reconnected: ask again, waiting for a fresh connection.
-	if insErr != nil && strings.Contains(insErr.Error(), "tls: certificate required") {
+	if history.Classify(insErr) == history.FailureCertificateRequired {
 		retryCtx, cancel := context.WithTimeout(ctx, time.Second)
 		svcs, secErr = c.secure.ServiceList(retryCtx, grpc.WaitForReady(true))
 
@@ -295,10 +295,16 @@ func (o *Observer) pollNode(ctx context.Context, n target.Node) *history.NodeObs
 		no.Mode = history.ModeMaintenance
 		no.Stage = stage(ctx, c.insecure)
 		no.APIError = secErr.Error()
-	case strings.Contains(secErr.Error(), "certificate signed by unknown authority") &&
-		strings.Contains(insErr.Error(), "tls: certificate required"):
+	case history.Classify(secErr) == history.FailureUnknownAuthority &&
+		history.Classify(insErr) == history.FailureCertificateRequired:
 		no.Mode = history.ModePKIMismatch
 		no.APIError = secErr.Error()
+	case history.Classify(secErr) == history.FailureUnknownAuthority:
+		// A node still presenting its maintenance certificate whose
+		// insecure API just went away is switching to mutual TLS: what
+		// the insecure client got says more than "unknown authority".
+		no.Mode = history.ModeDown
+		no.APIError = insErr.Error()
 	default:
 		no.Mode = history.ModeDown
 		no.APIError = secErr.Error()
@@ -466,8 +472,15 @@ func (o *Observer) transitions(prev, cur *history.Observation) {
 				o.wasMaintenance[n.Name] = true
 			}
 
+			// In maintenance the talosconfig client is refused by design
+			// (the node's certificate is not the cluster CA's): the error,
+			// kept in the history, would only alarm.
 			msg := fmt.Sprintf("%s → %s", from, n.Mode)
-			if n.Mode != history.ModeConfigured && n.APIError != "" {
+
+			switch {
+			case n.Mode == history.ModeMaintenance:
+				msg += ": the maintenance API answers (insecure), the talosconfig client is not trusted yet"
+			case n.Mode != history.ModeConfigured && n.APIError != "":
 				msg += ": " + n.APIError
 			}
 

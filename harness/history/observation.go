@@ -244,6 +244,10 @@ func DisplayName(m Member) string {
 	return m.Hostname
 }
 
+// PromotedLine is what machined logs when its promote loop succeeded
+// (internal/app/machined/pkg/system/services/etcd.go).
+const PromotedLine = "successfully promoted etcd member"
+
 // RefusedPromotion is what etcd's leader logs each time it refuses to promote
 // a learner that is not in sync (etcd 3.6 server/etcdserver/server.go,
 // mayPromoteMember). The line names no member.

@@ -140,6 +140,17 @@ func Diagnose(ev *Evidence) []result.Diagnosis {
 }
 
 // firstLine finds the node's first log line containing substr.
+// firstLineAfter is node's first machined line holding substr at or after at.
+func (ev *Evidence) firstLineAfter(node string, at time.Duration, substr string) (LogLine, bool) {
+	for _, l := range ev.Logs(node) {
+		if l.At >= at && strings.Contains(l.Text, substr) {
+			return l, true
+		}
+	}
+
+	return LogLine{}, false
+}
+
 func (ev *Evidence) firstLine(node, substr string) (LogLine, bool) {
 	for _, l := range ev.Logs(node) {
 		if strings.Contains(l.Text, substr) {

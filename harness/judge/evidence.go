@@ -150,7 +150,7 @@ func (ev *Evidence) PromoteRefusals(node string) int {
 		return 0
 	}
 
-	until, promoted := ev.promotedAt[node]
+	until, promoted := ev.refusalsUntil(node, since)
 	count := 0
 
 	for _, lines := range ev.etcd {

@@ -19,8 +19,9 @@ const (
 	errLearnerRPC      = "etcdserver: rpc not supported for learner"
 )
 
-// blockedLong is how long (Talos time) a refused join must have lasted to count:
-// a joiner refused while the previous learner is promoted is normal.
+// blockedLong is how long (Talos time) one learner must have blocked a refused
+// join to count: a joiner refused while the previous learner is promoted is
+// normal.
 const blockedLong = 2 * time.Minute
 
 // tooManyLearners: a control plane was refused because the learner slot was
@@ -39,8 +40,13 @@ func tooManyLearners(ev *Evidence) []result.Diagnosis {
 		}
 
 		if _, member := main.Member(n.Name, n.Address); member {
-			blocked, by := ev.slotTaken(n.Name, line.At)
-			if blocked < ev.talos(blockedLong) {
+			// Joiners wait in line behind learners that Talos promotes, slowly
+			// with many control planes (v1.12's promote loop stalls on the
+			// endpoints of members not running yet, talos #14097): a queue,
+			// not a stuck slot. The slot was stuck when the learner holding
+			// it was never promoted but removed, or wiped, to free it.
+			blocked, by, promoted := ev.slotTaken(n.Name, line.At)
+			if blocked < ev.talos(blockedLong) || promoted {
 				continue
 			}
 
@@ -66,10 +72,9 @@ func tooManyLearners(ev *Evidence) []result.Diagnosis {
 
 // slotTaken is how long, after a refusal at `at`, one other learner kept the
 // slot node was waiting for: the longest stretch any single learner held it
-// (until its promotion, or until node got in itself). Joiners queued behind a
-// row of quick promotions (five or six control planes joining at once) wait
-// long in sum, but no slot is stuck.
-func (ev *Evidence) slotTaken(node string, at time.Duration) (held time.Duration, by string) {
+// (until its promotion, or until node got in itself), who held it and
+// whether that learner was promoted in the end.
+func (ev *Evidence) slotTaken(node string, at time.Duration) (held time.Duration, by string, promoted bool) {
 	joined, ok := ev.LearnerSince(node)
 	if !ok {
 		joined = ev.Now
@@ -81,17 +86,17 @@ func (ev *Evidence) slotTaken(node string, at time.Duration) (held time.Duration
 			continue
 		}
 
-		end, promoted := ev.PromotedAt(o.Name)
-		if !promoted || end > joined {
+		end, wasPromoted := ev.PromotedAt(o.Name)
+		if !wasPromoted || end > joined {
 			end = joined
 		}
 
 		if d := end - max(since, at); d > held {
-			held, by = d, o.Name
+			held, by, promoted = d, o.Name, wasPromoted
 		}
 	}
 
-	return held, by
+	return held, by, promoted
 }
 
 // learner is what is known of one named learner member: whether Talos gave up
@@ -296,13 +301,39 @@ func learnerNotSynced(ev *Evidence) []result.Diagnosis {
 
 // leaderRefusals lists, in time order, the "learner is not ready" refusals in
 // any etcd log while node was a learner.
+// refusalsUntil is when the leader's refusals stop being about node's learner:
+// at its promotion, as its own log says it or as it is first seen, or when
+// another node became the learner (etcd's refusal names no member, and
+// there is one learner at a time).
+func (ev *Evidence) refusalsUntil(node string, since time.Duration) (time.Duration, bool) {
+	until, ended := ev.PromotedAt(node)
+
+	end := func(at time.Duration) {
+		if !ended || at < until {
+			until, ended = at, true
+		}
+	}
+
+	if l, ok := ev.firstLineAfter(node, since, history.PromotedLine); ok {
+		end(l.At)
+	}
+
+	for _, o := range ev.controlPlanes() {
+		if other, ok := ev.LearnerSince(o.Name); ok && o.Name != node && other > since {
+			end(other)
+		}
+	}
+
+	return until, ended
+}
+
 func (ev *Evidence) leaderRefusals(node string) []LogLine {
 	since, ok := ev.refusalsFrom[node]
 	if !ok || ev.Snapshot {
 		return nil
 	}
 
-	until, promoted := ev.PromotedAt(node)
+	until, promoted := ev.refusalsUntil(node, since)
 
 	var out []LogLine
 

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/talchaos/talchaos/harness/history"
 	"github.com/talchaos/talchaos/harness/talosclient"
 	"github.com/talchaos/talchaos/harness/target"
 )
@@ -225,6 +226,10 @@ func (r *Resilient) leftMaintenance(ctx context.Context, env *Env, n target.Node
 // which the wait for voters sees.
 const silentAfter = time.Minute
 
+// transientFor is how long the talosconfig client may fail the expected way
+// on a node leaving maintenance before it is shown (Talos time).
+const transientFor = time.Minute
+
 // waitConfigured polls until the node answers the talosconfig client. Every
 // node that gets here took its configuration; when mayGoSilent, one that stops
 // answering at all is not waited for past silentAfter. A node that answers, in
@@ -233,6 +238,14 @@ func (r *Resilient) waitConfigured(ctx context.Context, env *Env, n target.Node,
 	var (
 		last   error
 		silent time.Time
+		// The talosconfig client fails while the node is still in
+		// maintenance (its certificate is not the cluster CA's: "x509:
+		// certificate signed by unknown authority") and while its API
+		// restarts with mutual TLS (no connection): expected on the way, so
+		// recorded (every call is in the history) but only shown once it
+		// has lasted transientFor.
+		waiting  = time.Now()
+		reported bool
 	)
 
 	for {
@@ -243,8 +256,15 @@ func (r *Resilient) waitConfigured(ctx context.Context, env *Env, n target.Node,
 			return nil
 		}
 
-		if !sameError(err, last) {
-			env.call(n.Name, "Version (left maintenance?)", err)
+		switch class := history.Classify(err); {
+		case class != history.FailureUnknownAuthority && class != history.FailureNoConnection:
+			if !sameError(err, last) {
+				env.call(n.Name, "Version (left maintenance?)", err)
+			}
+		case !reported && time.Since(waiting) > env.d(transientFor):
+			reported = true
+
+			env.call(n.Name, fmt.Sprintf("Version (still in maintenance after %s?)", transientFor), err)
 		}
 
 		last = err

@@ -102,13 +102,21 @@ type Target interface {
 	Disposable() bool
 	// TimeScale is how much faster than real time the nodes' Talos timers
 	// run in a run of the scenario: the scenario's own scale for simulated
-	// nodes; 1 for real nodes, whatever the scenario says.
+	// nodes (at most what the sim keeps faithful for the cluster's size); the
+	// inventory's for real nodes (1 unless `up` set it), whatever the
+	// scenario says.
 	TimeScale(sc *scenario.Scenario) float64
 	// Check refuses, before anything starts, a scenario the target cannot run
 	// (a node the inventory lacks, say).
 	Check(sc *scenario.Scenario) error
 	// Provision brings up the scenario's nodes, unconfigured (in maintenance).
 	Provision(ctx context.Context, sc *scenario.Scenario, opts Options) (Cluster, error)
+}
+
+// ScaleReasoner is a target that says why it runs a scenario at another time
+// scale than the scenario's.
+type ScaleReasoner interface {
+	ScaleReason(sc *scenario.Scenario) string
 }
 
 // Has is the Supports of a target whose capabilities hold on every node.

@@ -1,0 +1,59 @@
+package scenarios_test
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL
+	. "github.com/onsi/gomega"    //nolint:revive // Gomega's matchers
+
+	"github.com/talchaos/talchaos/harness"
+	"github.com/talchaos/talchaos/harness/chaos"
+	"github.com/talchaos/talchaos/harness/result"
+	"github.com/talchaos/talchaos/reports"
+	"github.com/talchaos/talchaos/scenarios"
+	"github.com/talchaos/talchaos/sim"
+)
+
+// happyPathOfSize is the built-in happy path with n control planes and w
+// workers, expecting n voters.
+func happyPathOfSize(n, w int) string {
+	data, _, err := scenarios.Read("happy-path")
+	Expect(err).NotTo(HaveOccurred())
+
+	s := string(data)
+	for old, repl := range map[string]string{
+		"name: happy-path": fmt.Sprintf("name: happy-path-%dcp-%dw", n, w),
+		"controlPlanes: 3": fmt.Sprintf("controlPlanes: %d\n  workers: %d", n, w),
+		"voters: 3":        fmt.Sprintf("voters: %d", n),
+	} {
+		Expect(s).To(ContainSubstring(old))
+		s = strings.Replace(s, old, repl, 1)
+	}
+
+	return s
+}
+
+// The happy path forms at every size a user runs, whatever the seed: from a
+// single control plane to seven, with up to fifty workers. Seven members
+// joining one learner at a time under Talos v1.12's promote loop take many
+// Talos minutes (talos #14097), which the expectation's 20 minutes allow; the
+// sim keeps the time scale low enough for that to stay true (sim.MaxScale).
+var _ = Describe("the happy path at size", func() {
+	for i, size := range []struct{ cps, workers int }{{1, 0}, {2, 1}, {3, 50}, {5, 5}, {7, 50}} {
+		seed := int64(11 + i)
+
+		It(fmt.Sprintf("%d control planes, %d workers, seed %d", size.cps, size.workers, seed), func(ctx SpecContext) {
+			sc, err := chaos.Parse("happy-path-size.yaml", []byte(happyPathOfSize(size.cps, size.workers)))
+			Expect(err).NotTo(HaveOccurred())
+
+			res, err := harness.Run(ctx, sc, harness.Options{Target: sim.Target{}, Seed: seed})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(res.Verdict).To(Equal(result.Pass), "%s", reports.Summary(res))
+			Expect(res.Outcome.Voters).To(Equal(size.cps))
+			Expect(res.Outcome.Nodes).To(HaveLen(size.cps + size.workers))
+			Expect(res.Diagnoses).To(BeEmpty(), "a healthy formation diagnosed:\n%s", reports.Summary(res))
+		}, SpecTimeout(4*time.Minute))
+	}
+})
