@@ -23,8 +23,10 @@ import (
 
 type doctorOptions struct {
 	talosconfig string
+	context     string
 	inventory   string
 	nodes       []string
+	endpoints   []string
 	json        bool
 	timeScale   float64
 }
@@ -33,7 +35,7 @@ func newDoctorCmd() *cobra.Command {
 	opts := doctorOptions{}
 
 	cmd := &cobra.Command{
-		Use:   "doctor --nodes IP[,IP...] | --inventory FILE",
+		Use:   "doctor [--nodes IP[,IP...]] [--endpoints IP] [--context NAME] | --inventory FILE",
 		Short: "Diagnose a live cluster through its Talos API",
 		Long: `Read a live cluster through the Talos API (service states, etcd members and
 status, machined and etcd logs) and report the same diagnoses as a scenario run,
@@ -41,6 +43,12 @@ each with its evidence and the talosctl commands that remedy it. A node that doe
 not answer is a finding (api-unreachable); so is an etcd learner, told apart as
 promoted never (learner-not-promoted: Talos gave up, or its 10-minute promote
 window has passed) or perhaps still (learner-promotion-pending).
+
+The nodes are, as for talosctl: --nodes, or the talosconfig context's nodes,
+or its endpoints. --endpoints sends the talosconfig client's calls through that
+Talos API endpoint to each node (apid's proxying); without it each node is
+asked directly, so one dead endpoint does not hide the others. --context picks
+the talosconfig context.
 
 With --inventory (a real target's, or the one 'talchaos up' writes) the nodes,
 the talosconfig and the nodes' time scale come from the inventory; --nodes,
@@ -52,7 +60,9 @@ Exit codes: 0 nothing wrong found, 1 findings, 2 bad input, 3 no node answered.`
 	}
 
 	cmd.Flags().StringVar(&opts.talosconfig, "talosconfig", "", "talosconfig to use (default $TALOSCONFIG or ~/.talos/config)")
-	cmd.Flags().StringSliceVarP(&opts.nodes, "nodes", "n", nil, "node addresses (IP or IP:port), comma-separated")
+	cmd.Flags().StringSliceVarP(&opts.nodes, "nodes", "n", nil, "node addresses (IP or IP:port), comma-separated (default: the talosconfig context's nodes, or its endpoints)")
+	cmd.Flags().StringSliceVarP(&opts.endpoints, "endpoints", "e", nil, "Talos API endpoint to reach the nodes through (default: ask each node directly)")
+	cmd.Flags().StringVar(&opts.context, "context", "", "talosconfig context to use (default: its current context)")
 	cmd.Flags().StringVar(&opts.inventory, "inventory", "", "take the nodes, talosconfig and time scale from this inventory")
 	cmd.Flags().BoolVar(&opts.json, "json", false, "print the findings as JSON")
 	cmd.Flags().Float64Var(&opts.timeScale, "time-scale", 1, "how much faster the nodes' Talos timers run (a `talchaos up --time-scale N` cluster: N; real nodes: 1)")
@@ -82,10 +92,6 @@ func runDoctor(cmd *cobra.Command, opts doctorOptions) error {
 		}
 	}
 
-	if len(opts.nodes) == 0 {
-		return &exitError{code: exitInput, err: fmt.Errorf("--nodes or --inventory is required")}
-	}
-
 	if opts.timeScale <= 0 {
 		return &exitError{code: exitInput, err: fmt.Errorf("--time-scale must be positive, not %g", opts.timeScale)}
 	}
@@ -111,11 +117,20 @@ func runDoctor(cmd *cobra.Command, opts doctorOptions) error {
 		return &exitError{code: exitInput, err: fmt.Errorf("talosconfig %s: %w", path, err)}
 	}
 
+	if err := pickNodes(&opts, cfg, path); err != nil {
+		return &exitError{code: exitInput, err: err}
+	}
+
 	// Whatever the nodes answer (log lines, errors) is printed through this.
 	scrubber := &result.Scrubber{}
 	scrubber.Add(result.TalosconfigSecrets(cfg)...)
 
-	obs, findings, err := check.Examine(cmd.Context(), cfg, opts.nodes, check.ExamineOptions{TimeScale: opts.timeScale})
+	examine := check.ExamineOptions{TimeScale: opts.timeScale}
+	if len(opts.endpoints) > 0 {
+		examine.Via = opts.endpoints[0]
+	}
+
+	obs, findings, err := check.Examine(cmd.Context(), cfg, opts.nodes, examine)
 	if err != nil {
 		return &exitError{code: exitHarness, err: scrubber.ScrubError(err)}
 	}
@@ -148,6 +163,46 @@ func runDoctor(cmd *cobra.Command, opts doctorOptions) error {
 		return &exitError{code: exitHarness, err: fmt.Errorf("no node answered")}
 	case len(findings) > 0:
 		return &exitError{code: exitFail}
+	}
+
+	return nil
+}
+
+// pickNodes settles the context, the nodes and the endpoint as talosctl
+// does: --context or the current one; --nodes, or the context's nodes
+// (reached through its first endpoint unless --endpoints says otherwise), or
+// its endpoints themselves.
+func pickNodes(opts *doctorOptions, cfg *clientconfig.Config, path string) error {
+	if opts.context != "" {
+		if _, ok := cfg.Contexts[opts.context]; !ok {
+			return fmt.Errorf("talosconfig %s: no context %q", path, opts.context)
+		}
+
+		cfg.Context = opts.context
+	}
+
+	if len(opts.nodes) > 0 {
+		return nil
+	}
+
+	ctx := cfg.Contexts[cfg.Context]
+	if ctx == nil {
+		return fmt.Errorf("no nodes: give --nodes or --inventory (talosconfig %s has no context %q)", path, cfg.Context)
+	}
+
+	switch {
+	case len(ctx.Nodes) > 0:
+		opts.nodes = ctx.Nodes
+		if len(opts.endpoints) == 0 {
+			opts.endpoints = ctx.Endpoints
+		}
+	case len(opts.endpoints) > 0:
+		opts.nodes = opts.endpoints
+		opts.endpoints = nil
+	case len(ctx.Endpoints) > 0:
+		opts.nodes = ctx.Endpoints
+	default:
+		return fmt.Errorf("no nodes: give --nodes or --inventory (talosconfig %s, context %q, names neither nodes nor endpoints)", path, cfg.Context)
 	}
 
 	return nil

@@ -308,3 +308,58 @@ func TestDoctorReadsAnInventory(t *testing.T) {
 		t.Errorf("missing inventory: exit %d:\n%s", code, out)
 	}
 }
+
+// Without --nodes the doctor asks the talosconfig context's nodes, as
+// talosctl does; --context picks another context, and one that is not there
+// is bad input.
+func TestDoctorTakesNodesFromTheTalosconfig(t *testing.T) {
+	c, dir := doctorCluster(t)
+	nodes := c.Nodes()
+	cfg := filepath.Join(dir, "talosconfig")
+
+	code, out := doctorRun("doctor", "--talosconfig", cfg)
+	if code != exitFail || !strings.Contains(out, "node-in-maintenance  "+nodes[0].Address) || strings.Contains(out, nodes[1].Address+" ") {
+		t.Errorf("exit %d, want 1 with the context's one node (%s) in maintenance:\n%s", code, nodes[0].Address, out)
+	}
+
+	if code, out := doctorRun("doctor", "--talosconfig", cfg, "--context", "no-such-context"); code != exitInput || !strings.Contains(out, `no context "no-such-context"`) {
+		t.Errorf("unknown context: exit %d:\n%s", code, out)
+	}
+}
+
+// --endpoints reaches the nodes through one Talos API endpoint (apid's
+// proxying, the "node" metadata), as talosctl -e E -n N: a node whose own
+// API port is given wrong is still read through the endpoint.
+func TestDoctorThroughAnEndpoint(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	c, dir := doctorCluster(t)
+	nodes := c.Nodes()
+
+	applyTo(t, ctx, nodes[0])
+	applyTo(t, ctx, nodes[1])
+	bootstrapOn(t, ctx, c, nodes[0])
+
+	cfg := filepath.Join(dir, "talosconfig")
+	wrongPort := nodes[1].Address + ":1"
+
+	if _, out := doctorRun("doctor", "--talosconfig", cfg, "-n", wrongPort); !strings.Contains(out, nodes[1].Address+"  down") {
+		t.Fatalf("asked directly on a closed port the node is down:\n%s", out)
+	}
+
+	deadline := time.Now().Add(time.Minute)
+
+	for {
+		_, out := doctorRun("doctor", "--talosconfig", cfg, "-e", nodes[0].Address, "-n", wrongPort)
+		if strings.Contains(out, nodes[1].Address+"  configured") {
+			break
+		}
+
+		if time.Now().After(deadline) {
+			t.Fatalf("never read %s through %s:\n%s", nodes[1].Address, nodes[0].Address, out)
+		}
+
+		time.Sleep(200 * time.Millisecond)
+	}
+}

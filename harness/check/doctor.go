@@ -7,6 +7,7 @@ import (
 
 	"github.com/siderolabs/talos/pkg/machinery/api/common"
 	clientconfig "github.com/siderolabs/talos/pkg/machinery/client/config"
+	"google.golang.org/grpc"
 
 	"github.com/talchaos/talchaos/harness/eventlog"
 	"github.com/talchaos/talchaos/harness/history"
@@ -28,6 +29,9 @@ type ExamineOptions struct {
 	// TimeScale is how much faster than real time the nodes' Talos timers run:
 	// 1 (or 0) for real nodes, the --time-scale of a `talchaos up` cluster.
 	TimeScale float64
+	// Via, when set, is the Talos API endpoint (host or host:port) the
+	// talosconfig client reaches every other node through (talosctl -e).
+	Via string
 }
 
 // roleTimeout bounds the question that tells a control plane from a worker.
@@ -40,7 +44,13 @@ func Examine(ctx context.Context, cfg *clientconfig.Config, addresses []string, 
 	nodes := make([]target.Node, 0, len(addresses))
 
 	for _, a := range addresses {
-		nodes = append(nodes, target.Node{Name: a, Address: history.HostOf(endpointOf(a)), Endpoint: endpointOf(a), Role: roleOf(ctx, cfg, a)})
+		n := target.Node{Name: a, Address: history.HostOf(endpointOf(a)), Endpoint: endpointOf(a)}
+		if opts.Via != "" && endpointOf(opts.Via) != n.Endpoint {
+			n.Via = endpointOf(opts.Via)
+		}
+
+		n.Role = roleOf(ctx, cfg, n)
+		nodes = append(nodes, n)
 	}
 
 	start := time.Now()
@@ -109,11 +119,16 @@ func endpointOf(address string) string {
 }
 
 // roleOf asks the node: control planes run an etcd service.
-func roleOf(ctx context.Context, cfg *clientconfig.Config, address string) target.Role {
+func roleOf(ctx context.Context, cfg *clientconfig.Config, n target.Node) target.Role {
 	ctx, cancel := context.WithTimeout(ctx, roleTimeout)
 	defer cancel()
 
-	c, err := talosclient.WithConfig(ctx, cfg, endpointOf(address))
+	endpoint, opts := n.Endpoint, []grpc.DialOption(nil)
+	if n.Via != "" {
+		endpoint, opts = n.Via, talosclient.Routed(n.Address)
+	}
+
+	c, err := talosclient.WithConfig(ctx, cfg, endpoint, opts...)
 	if err != nil {
 		return target.Worker
 	}

@@ -89,7 +89,12 @@ func NewObserver(ctx context.Context, nodes []target.Node, cfg *clientconfig.Con
 		direct := n
 		direct.Endpoint = n.ObserverEndpoint()
 
-		sec, err := talosclient.WithConfig(ctx, cfg, direct.Endpoint, talosclient.ForNode(direct, nil)...)
+		secEndpoint, secOpts := direct.Endpoint, talosclient.ForNode(direct, nil)
+		if n.Via != "" {
+			secEndpoint, secOpts = n.Via, append(secOpts, talosclient.Routed(n.Address)...)
+		}
+
+		sec, err := talosclient.WithConfig(ctx, cfg, secEndpoint, secOpts...)
 		if err != nil {
 			o.Close()
 

@@ -13,6 +13,7 @@ import (
 	clientconfig "github.com/siderolabs/talos/pkg/machinery/client/config"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/metadata"
 
 	"github.com/talchaos/talchaos/harness/target"
 )
@@ -55,6 +56,24 @@ func ForNode(n target.Node, faults target.ClientFaults) []grpc.DialOption {
 	}
 
 	return opts
+}
+
+// Routed are the dial options that send every call through a Talos API
+// endpoint on to node, as talosctl -e ENDPOINT -n NODE does: apid proxies a
+// call carrying the node's address in the "node" metadata (client.WithNode).
+func Routed(node string) []grpc.DialOption {
+	return []grpc.DialOption{
+		grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn,
+			invoker grpc.UnaryInvoker, opts ...grpc.CallOption,
+		) error {
+			return invoker(metadata.AppendToOutgoingContext(ctx, "node", node), method, req, reply, cc, opts...)
+		}),
+		grpc.WithChainStreamInterceptor(func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string,
+			streamer grpc.Streamer, opts ...grpc.CallOption,
+		) (grpc.ClientStream, error) {
+			return streamer(metadata.AppendToOutgoingContext(ctx, "node", node), desc, cc, method, opts...)
+		}),
+	}
 }
 
 // Answers reports whether a Talos API answers at endpoint at all: whether a

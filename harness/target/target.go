@@ -39,7 +39,11 @@ type Node struct {
 	// ServerName, when set, is the name the node's certificate is verified
 	// against (the endpoint is then a proxy address).
 	ServerName string
-	Config     []byte // the machine configuration to apply
+	// Via, when set, is a Talos API endpoint (host:port) that proxies the
+	// talosconfig client's calls to the node (talosctl -e Via -n Address);
+	// the maintenance client still dials the node itself.
+	Via    string
+	Config []byte // the machine configuration to apply
 }
 
 // ObserverEndpoint is the endpoint the observer uses.
