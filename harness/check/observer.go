@@ -176,7 +176,7 @@ func (o *Observer) Run(ctx context.Context) {
 
 				select {
 				case <-ctx.Done():
-				case <-time.After(o.interval):
+				case <-time.After(o.pollEvery(n)):
 				}
 			}
 		})
@@ -211,6 +211,21 @@ func (o *Observer) Run(ctx context.Context) {
 			o.record(ctx, obs)
 		}
 	}
+}
+
+// workerPollFactor slows the polling of workers: nothing the verdict is
+// drawn from moves fast on them (no etcd), and fifty workers polled as often
+// as the control planes load a small machine enough to slow the real-time
+// etcd the control planes run.
+const workerPollFactor = 5
+
+// pollEvery is how often node is polled.
+func (o *Observer) pollEvery(n target.Node) time.Duration {
+	if n.Role == target.Worker {
+		return o.interval * workerPollFactor
+	}
+
+	return o.interval
 }
 
 // Final observes every node once more, in parallel, and records it as the

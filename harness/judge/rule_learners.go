@@ -88,7 +88,9 @@ func (ev *Evidence) slotTaken(node string, at time.Duration) (held time.Duration
 
 		end, wasPromoted := ev.PromotedAt(o.Name)
 		if !wasPromoted || end > joined {
-			end = joined
+			// Still a learner when node got in: the slot was freed by its
+			// removal (a promotion after that is of a later join).
+			end, wasPromoted = joined, false
 		}
 
 		if d := end - max(since, at); d > held {
