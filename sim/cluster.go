@@ -78,7 +78,20 @@ type Cluster struct {
 }
 
 // NewCluster provisions the scenario's nodes, in maintenance, and boots them.
-func NewCluster(ctx context.Context, sc *scenario.Scenario, seed int64) (_ *Cluster, err error) {
+func NewCluster(ctx context.Context, sc *scenario.Scenario, seed int64) (*Cluster, error) {
+	return NewClusterWith(ctx, sc, seed, Options{})
+}
+
+// Options place a cluster.
+type Options struct {
+	// Block, when set, is the loopback block the nodes take (127.0.Block.0/24,
+	// nodes from .2): the same addresses every time, for scripts that outlive
+	// one `talchaos up`. Zero picks a free block.
+	Block int
+}
+
+// NewClusterWith is NewCluster with options.
+func NewClusterWith(ctx context.Context, sc *scenario.Scenario, seed int64, opts Options) (_ *Cluster, err error) {
 	profile, err := ProfileFor(sc.Talos)
 	if err != nil {
 		return nil, err
@@ -95,7 +108,7 @@ func NewCluster(ctx context.Context, sc *scenario.Scenario, seed int64) (_ *Clus
 		}
 	}()
 
-	if c.block, c.claim, err = claimBlock(); err != nil {
+	if c.block, c.claim, err = claimBlock(opts.Block); err != nil {
 		return nil, err
 	}
 
@@ -169,7 +182,16 @@ func NewCluster(ctx context.Context, sc *scenario.Scenario, seed int64) (_ *Clus
 // claimBlock picks a free 127.0.<block>.0/24 for this cluster and holds it by
 // listening on its .1 address on the Talos API port, so parallel runs (other
 // test processes too) never share addresses.
-func claimBlock() (int, net.Listener, error) {
+func claimBlock(want int) (int, net.Listener, error) {
+	if want != 0 {
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.%d.1:%d", want, apiPort))
+		if err != nil {
+			return 0, nil, fmt.Errorf("127.0.%d.0/24 is in use (another talchaos cluster holds it?): %w", want, err)
+		}
+
+		return want, l, nil
+	}
+
 	start := 10 + rand.IntN(230) //nolint:gosec // spreading, not secrecy
 
 	for i := range 230 {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,6 +36,7 @@ type upOptions struct {
 	timeScale     float64
 	bootstrap     bool
 	seed          int64
+	cidr          string
 }
 
 func newUpCmd() *cobra.Command {
@@ -68,6 +70,7 @@ refuses to start).`,
 	cmd.Flags().Float64Var(&opts.timeScale, "time-scale", 1, "divide Talos timers by this (1: real Talos timing)")
 	cmd.Flags().BoolVar(&opts.bootstrap, "bootstrap", false, "apply the configs and bootstrap etcd (like talosctl cluster create)")
 	cmd.Flags().Int64Var(&opts.seed, "seed", 1, "seed for the simulated nodes' random choices")
+	cmd.Flags().StringVar(&opts.cidr, "cidr", "", "loopback block for the nodes, 127.0.N.0/24 (nodes from .2): the same addresses every time (default: a free block)")
 
 	return cmd
 }
@@ -141,10 +144,40 @@ func flagErrors(err error) error {
 	return errors.New(strings.Join(msgs, "\n"))
 }
 
+// loopbackBlock is the N of --cidr 127.0.N.0/24 (0 when not given).
+func loopbackBlock(cidr string, nodes int) (int, error) {
+	if cidr == "" {
+		return 0, nil
+	}
+
+	ip, network, err := net.ParseCIDR(cidr)
+	if err != nil {
+		return 0, fmt.Errorf("--cidr %q: %w", cidr, err)
+	}
+
+	ones, _ := network.Mask.Size()
+	v4 := ip.To4()
+
+	if v4 == nil || v4[0] != 127 || v4[1] != 0 || v4[2] == 0 || v4[2] == 255 || v4[3] != 0 || ones != 24 {
+		return 0, fmt.Errorf("--cidr %q: give a loopback /24 of the form 127.0.N.0/24 with N from 1 to 254", cidr)
+	}
+
+	if nodes > 253 {
+		return 0, fmt.Errorf("--cidr %q: %d nodes do not fit in a /24 (nodes take .2 to .254)", cidr, nodes)
+	}
+
+	return int(v4[2]), nil
+}
+
 func runUp(cmd *cobra.Command, opts upOptions) error {
 	out := cmd.OutOrStdout()
 
 	sc, err := upScenario(opts)
+	if err != nil {
+		return &exitError{code: exitInput, err: err}
+	}
+
+	block, err := loopbackBlock(opts.cidr, sc.Cluster.ControlPlanes+sc.Cluster.Workers)
 	if err != nil {
 		return &exitError{code: exitInput, err: err}
 	}
@@ -158,7 +191,7 @@ func runUp(cmd *cobra.Command, opts upOptions) error {
 
 	defer dir.cleanup()
 
-	cluster, err := sim.NewCluster(cmd.Context(), sc, opts.seed)
+	cluster, err := sim.NewClusterWith(cmd.Context(), sc, opts.seed, sim.Options{Block: block})
 	if err != nil {
 		return &exitError{code: exitHarness, err: fmt.Errorf("start the cluster: %w", err)}
 	}

@@ -112,3 +112,67 @@ func TestUpStartsAndCleansUp(t *testing.T) {
 		}
 	}
 }
+
+// startUpCmd runs `talchaos up ARGS` until its talosconfig is printed and
+// returns what it printed and a stop function that waits for it to end.
+func startUpCmd(t *testing.T, args ...string) (string, func()) {
+	t.Helper()
+
+	ctx, cancel := context.WithCancel(context.Background())
+
+	var out syncBuffer
+
+	done := make(chan int, 1)
+
+	go func() { done <- execute(ctx, append([]string{"up"}, args...), &out, &out) }()
+
+	deadline := time.Now().Add(20 * time.Second)
+
+	for !strings.Contains(out.String(), "talosconfig: ") {
+		select {
+		case code := <-done:
+			cancel()
+			t.Fatalf("up exited %d:\n%s", code, out.String())
+		default:
+		}
+
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatalf("no talosconfig printed:\n%s", out.String())
+		}
+
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	return out.String(), func() {
+		cancel()
+		<-done
+	}
+}
+
+// --cidr puts the nodes at the same addresses on every start, so scripts
+// survive a restart; a block in use or a value that is no loopback /24 is
+// refused.
+func TestUpTakesAStableBlock(t *testing.T) {
+	for _, bad := range []string{"10.0.0.0/24", "127.0.5.0/16", "127.0.5.7/24", "127.0.0.0/24", "127.0.255.0/24", "nonsense"} {
+		if code, out := run(t, "up", "--cidr", bad); code != exitInput || !strings.Contains(out, "--cidr") {
+			t.Errorf("--cidr %s: exit %d, want 2 naming the flag:\n%s", bad, code, out)
+		}
+	}
+
+	for range 2 {
+		out, stop := startUpCmd(t, "--cidr", "127.0.247.0/24", "--time-scale", "60")
+
+		for _, ep := range []string{"127.0.247.2:50000", "127.0.247.3:50000", "127.0.247.4:50000"} {
+			if !strings.Contains(out, ep) {
+				t.Errorf("%s not printed:\n%s", ep, out)
+			}
+		}
+
+		if code, out := run(t, "up", "--cidr", "127.0.247.0/24"); code != exitHarness || !strings.Contains(out, "127.0.247.0/24 is in use") {
+			t.Errorf("a second cluster in the same block: exit %d:\n%s", code, out)
+		}
+
+		stop()
+	}
+}
