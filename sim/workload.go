@@ -9,9 +9,12 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// runWorkload models the kube-apiservers writing to etcd: once a control plane's
-// etcd is healthy, writes go to its local member at the scenario's rate. This is
-// what makes a slow learner fall behind, as a busy real cluster does.
+// runWorkload models the kube-apiservers writing to etcd: as soon as a
+// control plane's etcd runs (a kube-apiserver does not wait for Talos's
+// health check), writes go to a running member at the scenario's rate; a
+// member that refuses (a learner, one without quorum) hands the writes to
+// the next. This is what makes a slow learner fall behind, as a busy real
+// cluster does, however early it joins.
 func (c *Cluster) runWorkload() {
 	w := c.sc.Cluster.Workload
 	if w.WritesPerSecond <= 0 {
@@ -31,6 +34,8 @@ func (c *Cluster) runWorkload() {
 		}
 	}()
 
+	next := 0
+
 	for i := 0; ; i++ {
 		select {
 		case <-c.ctx.Done():
@@ -38,7 +43,7 @@ func (c *Cluster) runWorkload() {
 		case <-tick.C:
 		}
 
-		n := c.writer()
+		n := c.writer(next)
 		if n == nil {
 			continue
 		}
@@ -48,6 +53,8 @@ func (c *Cluster) runWorkload() {
 			var err error
 
 			if cl, err = n.newEtcdClient(c.ctx, []string{n.EtcdClientEndpoint()}); err != nil {
+				next++
+
 				continue
 			}
 
@@ -55,26 +62,32 @@ func (c *Cluster) runWorkload() {
 		}
 
 		ctx, cancel := context.WithTimeout(c.ctx, time.Second)
-		cl.Put(ctx, fmt.Sprintf("/registry/talchaos/workload/%04d", i%1000), value) //nolint:errcheck // an apiserver retries; so does the next tick
+		// An apiserver retries; so does the next tick, through the next member.
+		if _, err := cl.Put(ctx, fmt.Sprintf("/registry/talchaos/workload/%04d", i%1000), value); err != nil {
+			next++
+		}
+
 		cancel()
 	}
 }
 
-// writer is the first control plane whose etcd service is up and healthy.
-func (c *Cluster) writer() *Node {
+// writer is the k-th (modulo) control plane whose etcd runs, or nil.
+func (c *Cluster) writer(k int) *Node {
+	var running []*Node
+
 	for _, n := range c.nodes {
 		n.mu.Lock()
-		run := n.etcdRun
+		up := n.etcd != nil
 		n.mu.Unlock()
 
-		if run == nil {
-			continue
-		}
-
-		if _, healthy := run.svc.status(); healthy {
-			return n
+		if up {
+			running = append(running, n)
 		}
 	}
 
-	return nil
+	if len(running) == 0 {
+		return nil
+	}
+
+	return running[k%len(running)]
 }

@@ -329,6 +329,12 @@ func (ev *Evidence) refusalsUntil(node string, since time.Duration) (time.Durati
 	return until, ended
 }
 
+// leaderRefusals are the leader's refusals to promote node's learner while
+// the learner was behind: the leader had heard from it (a ready percent above
+// zero) but it had not caught up. A refusal at 0 % is a learner the leader has
+// not heard from yet (still starting, or its first append in flight): every
+// join begins so, a slow start under load can last a while, and a learner
+// never heard from is another problem (learner-not-promoted, stale-learner).
 func (ev *Evidence) leaderRefusals(node string) []LogLine {
 	since, ok := ev.refusalsFrom[node]
 	if !ok || ev.Snapshot {
@@ -341,7 +347,8 @@ func (ev *Evidence) leaderRefusals(node string) []LogLine {
 
 	for _, o := range ev.Final.Ordered() {
 		for _, l := range ev.EtcdLogs(o.Name) {
-			if !strings.Contains(l.Text, history.RefusedPromotion) || l.At < since || (promoted && l.At > until) {
+			if !strings.Contains(l.Text, history.RefusedPromotion) || l.At < since || (promoted && l.At > until) ||
+				readyPercent(l.Text) <= 0 {
 				continue
 			}
 
@@ -355,6 +362,20 @@ func (ev *Evidence) leaderRefusals(node string) []LogLine {
 }
 
 // etcdSummary turns an etcd JSON log line into "msg (key value, ...)".
+// readyPercent is the learner-ready-percent of etcd's refusal line (0 when
+// it has none).
+func readyPercent(line string) float64 {
+	var entry struct {
+		Percent float64 `json:"learner-ready-percent"`
+	}
+
+	if json.Unmarshal([]byte(line), &entry) != nil {
+		return 0
+	}
+
+	return entry.Percent
+}
+
 func etcdSummary(line string) string {
 	var entry map[string]any
 	if err := json.Unmarshal([]byte(line), &entry); err != nil {
