@@ -64,13 +64,22 @@ func (Target) ScaleReason(sc *scenario.Scenario) string {
 // Talos time as at 10x (12.5 min), and quorum-sized clusters stay at 60x.
 const scaleBudget = 180
 
+// raceSlowdown divides the budget in a binary built with the race detector
+// (the tests), which runs etcd several times slower.
+const raceSlowdown = 3
+
 // MaxScale is the fastest the sim runs n control planes.
 func MaxScale(n int) float64 {
 	if n <= 3 {
 		return math.Inf(1)
 	}
 
-	return math.Floor(scaleBudget / float64(n))
+	budget := float64(scaleBudget)
+	if raceDetector {
+		budget /= raceSlowdown
+	}
+
+	return max(math.Floor(budget/float64(n)), 1)
 }
 
 // Scale is the time scale a scenario runs at on the sim.
