@@ -66,7 +66,31 @@ func (m *maintenanceServer) ApplyConfiguration(ctx context.Context, in *machine.
 
 // Version needs the admin role, which no maintenance client has.
 func (m *maintenanceServer) Version(context.Context, *emptypb.Empty) (*machine.VersionResponse, error) {
-	return nil, status.Error(codes.Unimplemented, "API is not implemented in maintenance mode")
+	return nil, notInMaintenance
+}
+
+// notInMaintenance is maintenance's assertAdminRole failing: the insecure
+// client never has the admin role (internal/app/maintenance/server.go).
+var notInMaintenance = status.Error(codes.Unimplemented, "API is not implemented in maintenance mode")
+
+// Upgrade needs the admin role.
+func (m *maintenanceServer) Upgrade(context.Context, *machine.UpgradeRequest) (*machine.UpgradeResponse, error) {
+	return nil, notInMaintenance
+}
+
+// Reset needs the admin role.
+func (m *maintenanceServer) Reset(context.Context, *machine.ResetRequest) (*machine.ResetResponse, error) {
+	return nil, notInMaintenance
+}
+
+// MetaWrite needs the admin role.
+func (m *maintenanceServer) MetaWrite(context.Context, *machine.MetaWriteRequest) (*machine.MetaWriteResponse, error) {
+	return nil, notInMaintenance
+}
+
+// MetaDelete needs the admin role.
+func (m *maintenanceServer) MetaDelete(context.Context, *machine.MetaDeleteRequest) (*machine.MetaDeleteResponse, error) {
+	return nil, notInMaintenance
 }
 
 // validationMode is the runtime mode configs are validated in: a metal node booted

@@ -1,0 +1,196 @@
+package sim_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/siderolabs/talos/pkg/machinery/api/machine"
+	"github.com/siderolabs/talos/pkg/machinery/client"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/emptypb"
+
+	"github.com/talchaos/talchaos/harness/scenario"
+	"github.com/talchaos/talchaos/harness/talosclient"
+)
+
+// Conformance of RPCs a user's script calls around a bootstrap, each row the
+// exact gRPC code and text Talos v1.12.6 answers, with the source it models
+// (paths in github.com/siderolabs/talos@v1.12.6).
+func TestConformanceOfEtcdAndMaintenanceRPCs(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	sc := &scenario.Scenario{
+		Name: "conformance", Talos: scenario.DefaultProfile, TimeScale: 60,
+		Cluster: scenario.Cluster{ControlPlanes: 2, Workers: 2},
+	}
+
+	c := startCluster(t, sc)
+	nodes := c.Nodes()
+	cp1, cp2, w2 := nodes[0], nodes[1], nodes[3]
+
+	for _, n := range []int{0, 1, 2} {
+		apply(t, ctx, nodes[n])
+	}
+
+	secure := func(i int) *client.Client {
+		cl, err := talosclient.WithConfig(ctx, c.Talosconfig(), nodes[i].Endpoint)
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		t.Cleanup(func() { cl.Close() }) //nolint:errcheck
+
+		return cl
+	}
+
+	c1, c2, cw := secure(0), secure(1), secure(2)
+
+	eventually(t, 30*time.Second, func() error { return c1.Bootstrap(ctx, &machine.BootstrapRequest{}) })
+
+	// Both control planes voters.
+	eventually(t, 90*time.Second, func() error {
+		resp, err := c1.EtcdMemberList(ctx, &machine.EtcdMemberListRequest{})
+		if err != nil {
+			return err
+		}
+
+		voters := 0
+
+		for _, m := range resp.Messages[0].Members {
+			if !m.IsLearner && m.Hostname != "" {
+				voters++
+			}
+		}
+
+		if voters != 2 {
+			return fmt.Errorf("%d voters", voters)
+		}
+
+		return nil
+	})
+
+	maint, err := talosclient.Insecure(ctx, w2.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer maint.Close() //nolint:errcheck
+
+	const (
+		maintenanceSrc = "internal/app/maintenance/server.go assertAdminRole"
+		machineSrc     = "internal/app/machined/internal/server/v1alpha1/v1alpha1_server.go"
+	)
+
+	rows := []struct {
+		name, source string
+		call         func() error
+		code         codes.Code
+		text         string
+	}{
+		{"Reset in maintenance", maintenanceSrc, func() error {
+			_, err := maint.MachineClient.Reset(ctx, &machine.ResetRequest{})
+			return err
+		}, codes.Unimplemented, "API is not implemented in maintenance mode"},
+		{"Upgrade in maintenance", maintenanceSrc, func() error {
+			_, err := maint.MachineClient.Upgrade(ctx, &machine.UpgradeRequest{})
+			return err
+		}, codes.Unimplemented, "API is not implemented in maintenance mode"},
+		{"MetaWrite in maintenance", maintenanceSrc, func() error {
+			_, err := maint.MachineClient.MetaWrite(ctx, &machine.MetaWriteRequest{Key: 10})
+			return err
+		}, codes.Unimplemented, "API is not implemented in maintenance mode"},
+		{"EtcdAlarmList on a worker", machineSrc + " EtcdAlarmList, checkControlplane", func() error {
+			_, err := cw.MachineClient.EtcdAlarmList(ctx, &emptypb.Empty{})
+			return err
+		}, codes.Unimplemented, "etcd alarm list is only available on control plane nodes"},
+		{"EtcdAlarmDisarm on a worker", machineSrc + " EtcdAlarmDisarm (checks as \"etcd alarm list\")", func() error {
+			_, err := cw.MachineClient.EtcdAlarmDisarm(ctx, &emptypb.Empty{})
+			return err
+		}, codes.Unimplemented, "etcd alarm list is only available on control plane nodes"},
+		{"EtcdDefragment on a worker", machineSrc + " EtcdDefragment", func() error {
+			_, err := cw.MachineClient.EtcdDefragment(ctx, &emptypb.Empty{})
+			return err
+		}, codes.Unimplemented, "etcd defragment is only available on control plane nodes"},
+		{"EtcdForfeitLeadership on a worker", machineSrc + " EtcdForfeitLeadership", func() error {
+			_, err := cw.MachineClient.EtcdForfeitLeadership(ctx, &machine.EtcdForfeitLeadershipRequest{})
+			return err
+		}, codes.Unimplemented, "etcd forfeit leadership is only available on control plane nodes"},
+		{"EtcdAlarmList on a control plane", machineSrc + " EtcdAlarmList", func() error {
+			resp, err := c1.MachineClient.EtcdAlarmList(ctx, &emptypb.Empty{})
+			if err == nil && len(resp.Messages[0].MemberAlarms) != 0 {
+				return fmt.Errorf("alarms on a healthy cluster: %v", resp.Messages[0].MemberAlarms)
+			}
+
+			return err
+		}, codes.OK, ""},
+		{"EtcdAlarmDisarm on a control plane", machineSrc + " EtcdAlarmDisarm", func() error {
+			_, err := c1.MachineClient.EtcdAlarmDisarm(ctx, &emptypb.Empty{})
+			return err
+		}, codes.OK, ""},
+		{"EtcdDefragment on a control plane", machineSrc + " EtcdDefragment", func() error {
+			_, err := c2.MachineClient.EtcdDefragment(ctx, &emptypb.Empty{})
+			return err
+		}, codes.OK, ""},
+	}
+
+	for _, r := range rows {
+		err := r.call()
+
+		if st, _ := status.FromError(err); st.Code() != r.code || (r.text != "" && st.Message() != r.text) || (r.code == codes.OK && err != nil) {
+			t.Errorf("%s (%s): got %v, want %s %q", r.name, r.source, err, r.code, r.text)
+		}
+	}
+
+	// EtcdForfeitLeadership (internal/pkg/etcd ForfeitLeadership): on the
+	// leader it moves leadership to the first other member and names it; on a
+	// follower it does nothing and names no one.
+	leaderID := func() (uint64, map[uint64]*client.Client) {
+		st1, err := c1.EtcdStatus(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		st2, err := c2.EtcdStatus(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		return st1.Messages[0].MemberStatus.Leader, map[uint64]*client.Client{
+			st1.Messages[0].MemberStatus.MemberId: c1, st2.Messages[0].MemberStatus.MemberId: c2,
+		}
+	}
+
+	leader, byID := leaderID()
+
+	var follower *client.Client
+
+	for id, cl := range byID {
+		if id != leader {
+			follower = cl
+		}
+	}
+
+	resp, err := follower.EtcdForfeitLeadership(ctx, &machine.EtcdForfeitLeadershipRequest{})
+	if err != nil || resp.Messages[0].Member != "" {
+		t.Errorf("forfeit on a follower: %v %v, want no member named", resp, err)
+	}
+
+	resp, err = byID[leader].EtcdForfeitLeadership(ctx, &machine.EtcdForfeitLeadershipRequest{})
+
+	names := map[*client.Client]string{c1: cp1.Name, c2: cp2.Name}
+	if err != nil || resp.Messages[0].Member != names[follower] {
+		t.Fatalf("forfeit on the leader: %v %v, want leadership moved to %s", resp, err, names[follower])
+	}
+
+	eventually(t, 30*time.Second, func() error {
+		if now, _ := leaderID(); now == leader {
+			return fmt.Errorf("%x still leads", leader)
+		}
+
+		return nil
+	})
+
+}
