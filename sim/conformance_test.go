@@ -193,4 +193,32 @@ func TestConformanceOfEtcdAndMaintenanceRPCs(t *testing.T) {
 		return nil
 	})
 
+
+	// EtcdLeaveCluster (internal/pkg/etcd LeaveCluster): workers refuse it;
+	// a control plane leaves the member list, stops etcd for good and drops
+	// its data.
+	if _, err := cw.MachineClient.EtcdLeaveCluster(ctx, &machine.EtcdLeaveClusterRequest{}); status.Code(err) != codes.Unimplemented ||
+		status.Convert(err).Message() != "etcd leave is only available on control plane nodes" {
+		t.Errorf("leave on a worker: %v", err)
+	}
+
+	if _, err := c2.MachineClient.EtcdLeaveCluster(ctx, &machine.EtcdLeaveClusterRequest{}); err != nil {
+		t.Fatalf("leave on %s: %v", cp2.Name, err)
+	}
+
+	list, err := c1.EtcdMemberList(ctx, &machine.EtcdMemberListRequest{})
+	if err != nil || len(list.Messages[0].Members) != 1 || list.Messages[0].Members[0].Hostname != cp1.Name {
+		t.Errorf("members after %s left: %v %v", cp2.Name, list, err)
+	}
+
+	svcs, err := c2.ServiceList(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	for _, svc := range svcs.Messages[0].Services {
+		if svc.Id == "etcd" && svc.State != "Finished" {
+			t.Errorf("etcd on %s after leaving: %s, want Finished", cp2.Name, svc.State)
+		}
+	}
 }

@@ -76,6 +76,12 @@ type Backend interface {
 	EtcdClient(ctx context.Context, local bool) (*clientv3.Client, error)
 	// EtcdClientEndpoint is the endpoint the local client talks to (for Status).
 	EtcdClientEndpoint() string
+	// LocalMemberID is the ID of the member this node runs, waiting (up to
+	// Talos's three minutes) for its etcd to start.
+	LocalMemberID(ctx context.Context) (uint64, error)
+	// LeaveEtcd removes the local member through client, stops the etcd
+	// service and removes its data (internal/pkg/etcd LeaveCluster).
+	LeaveEtcd(ctx context.Context, client *clientv3.Client) error
 
 	// Reboot and Reset run asynchronously after the reply is sent.
 	Reboot() error

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/siderolabs/gen/xslices"
 	"github.com/siderolabs/talos/pkg/machinery/api/machine"
@@ -16,47 +15,29 @@ import (
 
 // The etcd maintenance RPCs of machined, as Talos v1.12.6 serves them
 // (internal/app/machined/internal/server/v1alpha1/v1alpha1_server.go:
-// EtcdForfeitLeadership, EtcdAlarmList, EtcdAlarmDisarm, EtcdDefragment) with
+// EtcdLeaveCluster, EtcdForfeitLeadership, EtcdAlarmList, EtcdAlarmDisarm, EtcdDefragment) with
 // the helpers they call (internal/pkg/etcd: ForfeitLeadership,
 // GetLocalMemberID). etcd's own errors pass through, wrapped as Talos wraps
 // them.
 
-// localMemberWait is how long GetLocalMemberID waits for the local member to
-// be known (internal/pkg/etcd/local.go).
-const localMemberWait = 3 * time.Minute
-
-// localMemberID is the ID of the member this node runs, waiting for its etcd
-// as Talos waits for the etcd.Member resource.
-func (m *machineServer) localMemberID(ctx context.Context) (uint64, error) {
-	ctx, cancel := context.WithTimeout(ctx, localMemberWait)
-	defer cancel()
-
-	for {
-		id, err := func() (uint64, error) {
-			client, err := m.backend().EtcdClient(ctx, true)
-			if err != nil {
-				return 0, err
-			}
-
-			defer client.Close() //nolint:errcheck
-
-			resp, err := client.Status(ctx, m.backend().EtcdClientEndpoint())
-			if err != nil {
-				return 0, err
-			}
-
-			return resp.Header.MemberId, nil
-		}()
-		if err == nil {
-			return id, nil
-		}
-
-		select {
-		case <-ctx.Done():
-			return 0, fmt.Errorf("failed to get local etcd member ID: %w", ctx.Err())
-		case <-time.After(100 * time.Millisecond):
-		}
+// EtcdLeaveCluster removes the local member, stops etcd and removes its data.
+func (m *machineServer) EtcdLeaveCluster(ctx context.Context, _ *machine.EtcdLeaveClusterRequest) (*machine.EtcdLeaveClusterResponse, error) {
+	if err := m.checkControlplane("etcd leave"); err != nil {
+		return nil, err
 	}
+
+	client, err := m.backend().EtcdClient(ctx, false)
+	if err != nil {
+		return nil, fmt.Errorf("failed to create etcd client: %w", err)
+	}
+
+	defer client.Close() //nolint:errcheck
+
+	if err = m.backend().LeaveEtcd(clientv3.WithRequireLeader(ctx), client); err != nil {
+		return nil, fmt.Errorf("failed to leave cluster: %w", err)
+	}
+
+	return &machine.EtcdLeaveClusterResponse{Messages: []*machine.EtcdLeaveCluster{{}}}, nil
 }
 
 // EtcdForfeitLeadership moves leadership away from the local member, when it
@@ -75,7 +56,7 @@ func (m *machineServer) EtcdForfeitLeadership(ctx context.Context, _ *machine.Et
 
 	ctx = clientv3.WithRequireLeader(ctx)
 
-	id, err := m.localMemberID(ctx)
+	id, err := m.backend().LocalMemberID(ctx)
 	if err != nil {
 		return nil, err
 	}

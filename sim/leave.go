@@ -1,0 +1,88 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/siderolabs/go-retry/retry"
+	"github.com/siderolabs/talos/pkg/machinery/constants"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// localMemberWait is how long Talos waits for the local member ID
+// (internal/pkg/etcd/local.go GetLocalMemberID: the etcd.Member resource).
+const localMemberWait = 3 * time.Minute
+
+// LocalMemberID implements talosapi.Backend: the ID of the member this node
+// runs, once its etcd has started (up to three Talos minutes).
+func (n *Node) LocalMemberID(ctx context.Context) (uint64, error) {
+	ctx, cancel := context.WithTimeout(ctx, n.c.d(localMemberWait))
+	defer cancel()
+
+	for {
+		n.mu.Lock()
+		e := n.etcd
+		n.mu.Unlock()
+
+		if e != nil {
+			return uint64(e.Server.MemberID()), nil
+		}
+
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Errorf("failed to get local etcd member ID: %w", ctx.Err())
+		case <-time.After(n.c.d(time.Second)):
+		}
+	}
+}
+
+// LeaveEtcd implements talosapi.Backend: internal/pkg/etcd (*Client)
+// LeaveCluster of Talos v1.12.6. The local member is removed through client,
+// retried every 10 s for 5 min while the cluster is unhealthy or the member
+// stopping (already gone is done); then the etcd service is stopped for good
+// (until the next boot) and its data directory removed.
+func (n *Node) LeaveEtcd(ctx context.Context, client *clientv3.Client) error {
+	id, err := n.LocalMemberID(ctx)
+	if err != nil {
+		return err
+	}
+
+	err = retry.Constant(n.c.d(5*time.Minute), retry.WithUnits(n.c.d(10*time.Second))).RetryWithContext(ctx, func(ctx context.Context) error {
+		_, err := client.MemberRemove(ctx, id)
+		if err == nil {
+			return nil
+		}
+
+		err = fmt.Errorf("failed to remove member %d: %w", id, err)
+
+		switch {
+		case errors.Is(err, rpctypes.ErrUnhealthy), errors.Is(err, rpctypes.ErrStopped):
+			return retry.ExpectedError(err)
+		case errors.Is(err, rpctypes.ErrMemberNotFound):
+			return nil
+		}
+
+		return err
+	})
+	if err != nil {
+		return err
+	}
+
+	n.mu.Lock()
+	run := n.etcdRun
+	n.mu.Unlock()
+
+	if run != nil {
+		run.stop()
+	}
+
+	if err := os.RemoveAll(n.dataDir); err != nil {
+		return fmt.Errorf("failed to remove %s: %w", constants.EtcdDataPath, err)
+	}
+
+	return nil
+}
