@@ -193,7 +193,6 @@ func TestConformanceOfEtcdAndMaintenanceRPCs(t *testing.T) {
 		return nil
 	})
 
-
 	// EtcdLeaveCluster (internal/pkg/etcd LeaveCluster): workers refuse it;
 	// a control plane leaves the member list, stops etcd for good and drops
 	// its data.
