@@ -3,6 +3,7 @@ package sim_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -134,6 +135,34 @@ func TestConformanceOfEtcdAndMaintenanceRPCs(t *testing.T) {
 			_, err := c2.MachineClient.EtcdDefragment(ctx, &emptypb.Empty{})
 			return err
 		}, codes.OK, ""},
+		{"ServiceRestart etcd", machineSrc + " ServiceRestart, pkg/system/system.go APIRestart", func() error {
+			_, err := c1.MachineClient.ServiceRestart(ctx, &machine.ServiceRestartRequest{Id: "etcd"})
+			return err
+		}, codes.Unknown, `service "etcd" doesn't support restart operation via API`},
+		{"ServiceStop etcd", machineSrc + " ServiceStop, APIStop", func() error {
+			_, err := c1.MachineClient.ServiceStop(ctx, &machine.ServiceStopRequest{Id: "etcd"})
+			return err
+		}, codes.Unknown, `service "etcd" doesn't support stop operation via API`},
+		{"ServiceStart of a running etcd", machineSrc + " ServiceStart, APIStart (already started, skip)", func() error {
+			resp, err := c1.MachineClient.ServiceStart(ctx, &machine.ServiceStartRequest{Id: "etcd"})
+			if err == nil && resp.Messages[0].Resp != `Service "etcd" started` {
+				return fmt.Errorf("reply %q", resp.Messages[0].Resp)
+			}
+
+			return err
+		}, codes.OK, ""},
+		{"ServiceRestart of no such service", machineSrc + " ServiceRestart, IsRunning", func() error {
+			_, err := c1.MachineClient.ServiceRestart(ctx, &machine.ServiceRestartRequest{Id: "nope"})
+			return err
+		}, codes.Unknown, `service "nope" not defined`},
+		{"ServiceRestart kubelet", machineSrc + " ServiceRestart, services/kubelet.go APIRestartAllowed", func() error {
+			resp, err := cw.MachineClient.ServiceRestart(ctx, &machine.ServiceRestartRequest{Id: "kubelet"})
+			if err == nil && resp.Messages[0].Resp != `Service "kubelet" restarted` {
+				return fmt.Errorf("reply %q", resp.Messages[0].Resp)
+			}
+
+			return err
+		}, codes.OK, ""},
 	}
 
 	for _, r := range rows {
@@ -143,6 +172,31 @@ func TestConformanceOfEtcdAndMaintenanceRPCs(t *testing.T) {
 			t.Errorf("%s (%s): got %v, want %s %q", r.name, r.source, err, r.code, r.text)
 		}
 	}
+
+	// The restarted kubelet went through Stopping and runs again.
+	eventually(t, 30*time.Second, func() error {
+		svcs, err := cw.ServiceList(ctx)
+		if err != nil {
+			return err
+		}
+
+		for _, svc := range svcs.Messages[0].Services {
+			if svc.Id != "kubelet" {
+				continue
+			}
+
+			var states []string
+			for _, e := range svc.Events.Events {
+				states = append(states, e.State)
+			}
+
+			if svc.State != "Running" || !slices.Contains(states, "Stopping") {
+				return fmt.Errorf("kubelet %s, events %v", svc.State, states)
+			}
+		}
+
+		return nil
+	})
 
 	// EtcdForfeitLeadership (internal/pkg/etcd ForfeitLeadership): on the
 	// leader it moves leadership to the first other member and names it; on a

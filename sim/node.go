@@ -81,6 +81,9 @@ type Node struct {
 	bootAllowed bool
 	etcdRun     *etcdRun
 	kubelet     *service
+	// kubeletStop ends the kubelet runner and waits for it (a restart).
+	kubeletStop func()
+	kubeletPID  int
 	etcd        *embed.Etcd
 	pid         int
 	bootCtx     context.Context //nolint:containedctx // lifetime of the current boot
@@ -500,11 +503,28 @@ func (n *Node) startServices() {
 	ctx := n.bootCtx
 	n.mu.Unlock()
 
-	n.goBoot(func() { n.runKubelet(ctx, kubelet) })
+	n.startKubelet(ctx, kubelet)
 
 	if n.role == target.ControlPlane {
 		n.startEtcdService(false)
 	}
+}
+
+// startKubelet runs the kubelet service runner under ctx until it ends or is
+// stopped for a restart.
+func (n *Node) startKubelet(ctx context.Context, svc *service) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+
+	n.mu.Lock()
+	n.kubeletStop = func() { cancel(); <-done }
+	n.mu.Unlock()
+
+	n.goBoot(func() {
+		defer close(done)
+
+		n.runKubelet(ctx, svc)
+	})
 }
 
 // runKubelet models the kubelet service just far enough for health checks:
@@ -524,6 +544,7 @@ func (n *Node) runKubelet(ctx context.Context, svc *service) {
 	n.mu.Lock()
 	n.pid++
 	pid := n.pid
+	n.kubeletPID = pid
 	n.mu.Unlock()
 	svc.update(stateRunning, "Started task kubelet (PID %d) for container kubelet", pid)
 

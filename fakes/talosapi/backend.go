@@ -83,6 +83,10 @@ type Backend interface {
 	// service and removes its data (internal/pkg/etcd LeaveCluster).
 	LeaveEtcd(ctx context.Context, client *clientv3.Client) error
 
+	// RestartService stops (when it runs) and starts again a service the API
+	// may restart or start (kubelet).
+	RestartService(ctx context.Context, id string) error
+
 	// Reboot and Reset run asynchronously after the reply is sent.
 	Reboot() error
 	Reset(req *machine.ResetRequest) error
