@@ -135,6 +135,10 @@ func TestConformanceOfEtcdAndMaintenanceRPCs(t *testing.T) {
 			_, err := c2.MachineClient.EtcdDefragment(ctx, &emptypb.Empty{})
 			return err
 		}, codes.OK, ""},
+		{"Upgrade on a node that cannot upgrade", machineSrc + " Upgrade, checkSupported; pkg/runtime/mode.go", func() error {
+			_, err := c1.MachineClient.Upgrade(ctx, &machine.UpgradeRequest{Image: "ghcr.io/siderolabs/installer:v1.12.6"})
+			return err
+		}, codes.FailedPrecondition, "method is not supported in container mode"},
 		{"ServiceRestart etcd", machineSrc + " ServiceRestart, pkg/system/system.go APIRestart", func() error {
 			_, err := c1.MachineClient.ServiceRestart(ctx, &machine.ServiceRestartRequest{Id: "etcd"})
 			return err
@@ -274,4 +278,19 @@ func TestConformanceOfEtcdAndMaintenanceRPCs(t *testing.T) {
 			t.Errorf("etcd on %s after leaving: %s, want Finished", cp2.Name, svc.State)
 		}
 	}
+
+	// Shutdown (v1alpha1_server.go Shutdown): the reply names an actor, then
+	// the node goes down and stays down.
+	resp2, err := cw.MachineClient.Shutdown(ctx, &machine.ShutdownRequest{})
+	if err != nil || resp2.Messages[0].ActorId == "" {
+		t.Fatalf("shutdown: %v %v", resp2, err)
+	}
+
+	eventually(t, 30*time.Second, func() error {
+		if talosclient.Answers(ctx, nodes[2].Endpoint) {
+			return fmt.Errorf("%s still answers", nodes[2].Name)
+		}
+
+		return nil
+	})
 }

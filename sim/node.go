@@ -295,6 +295,17 @@ func (n *Node) Reboot() error {
 	return nil
 }
 
+// Shutdown implements talosapi.Backend: the node goes down and stays down
+// (until the target powers it on).
+func (n *Node) Shutdown() error {
+	n.c.goNode(func() {
+		n.replyGrace()
+		n.powerCycle(wipeNothing, false, true, false)
+	})
+
+	return nil
+}
+
 // replyGrace lets the API reply go out before an API-triggered reboot or reset
 // takes the node down: Talos's sequences stop services first, apid last.
 func (n *Node) replyGrace() {

@@ -87,8 +87,9 @@ type Backend interface {
 	// may restart or start (kubelet).
 	RestartService(ctx context.Context, id string) error
 
-	// Reboot and Reset run asynchronously after the reply is sent.
+	// Reboot, Shutdown and Reset run asynchronously after the reply is sent.
 	Reboot() error
+	Shutdown() error
 	Reset(req *machine.ResetRequest) error
 
 	// Resources is the node's COSI state (MachineStatus and friends).

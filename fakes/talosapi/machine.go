@@ -274,6 +274,27 @@ func (m *machineServer) Reboot(context.Context, *machine.RebootRequest) (*machin
 	return &machine.RebootResponse{Messages: []*machine.Reboot{{ActorId: actorID}}}, nil
 }
 
+// Shutdown powers the node off after the reply (the shutdown sequence: services
+// stopped, etcd with SIGTERM, no leaving the cluster), as on metal, the kind of
+// node the sim models for reboots.
+func (m *machineServer) Shutdown(context.Context, *machine.ShutdownRequest) (*machine.ShutdownResponse, error) {
+	actorID := uuid.New().String()
+	m.machinedLog("shutdown via API received. actor id: %s", actorID)
+
+	if err := m.backend().Shutdown(); err != nil {
+		return nil, err
+	}
+
+	return &machine.ShutdownResponse{Messages: []*machine.Shutdown{{ActorId: actorID}}}, nil
+}
+
+// Upgrade is refused as by a node that cannot upgrade: checkSupported in the
+// platform mode the node reports (Version: "container"), which has no
+// upgrade (internal/app/machined/pkg/runtime/mode.go).
+func (m *machineServer) Upgrade(context.Context, *machine.UpgradeRequest) (*machine.UpgradeResponse, error) {
+	return nil, status.Errorf(codes.FailedPrecondition, "method is not supported in %s mode", "container")
+}
+
 // Reset is asynchronous; graceful=false leaves the etcd member behind.
 func (m *machineServer) Reset(_ context.Context, in *machine.ResetRequest) (*machine.ResetResponse, error) {
 	actorID := uuid.New().String()
