@@ -7,9 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cosi-project/runtime/pkg/safe"
 	"github.com/siderolabs/talos/pkg/machinery/api/machine"
 	"github.com/siderolabs/talos/pkg/machinery/client"
+	"github.com/siderolabs/talos/pkg/machinery/resources/runtime"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/emptypb"
 
@@ -277,6 +280,25 @@ func TestConformanceOfEtcdAndMaintenanceRPCs(t *testing.T) {
 		if svc.Id == "etcd" && svc.State != "Finished" {
 			t.Errorf("etcd on %s after leaving: %s, want Finished", cp2.Name, svc.State)
 		}
+	}
+
+	// apid's director (internal/app/apid/pkg/director/director.go) refuses a
+	// `node` given twice and one-to-many COSI calls; one-to-many unary calls
+	// answer per node.
+	twice := metadata.AppendToOutgoingContext(ctx, "node", cp1.Address, "node", cp2.Address)
+	if _, err := c1.Version(twice); status.Code(err) != codes.InvalidArgument || status.Convert(err).Message() != "node metadata must be single-valued" {
+		t.Errorf("node given twice: %v", err)
+	}
+
+	many := client.WithNodes(ctx, cp1.Address, cp2.Address)
+	if _, err := safe.StateGetByID[*runtime.MachineStatus](many, c1.COSI, runtime.MachineStatusID); status.Code(err) != codes.InvalidArgument ||
+		status.Convert(err).Message() != "one-2-many proxying is not supported for COSI methods" {
+		t.Errorf("COSI to two nodes: %v", err)
+	}
+
+	versions, err := c1.Version(many)
+	if err != nil || len(versions.Messages) != 2 {
+		t.Errorf("Version of two nodes: %v %v", versions, err)
 	}
 
 	// Shutdown (v1alpha1_server.go Shutdown): the reply names an actor, then

@@ -79,6 +79,10 @@ func (s *Server) routeUnary(ctx context.Context, req any, info *grpc.UnaryServer
 		return handler(ctx, req)
 	}
 
+	if err := directorError(md, info.FullMethod); err != nil {
+		return nil, err
+	}
+
 	if nodes := md.Get("nodes"); len(nodes) > 0 {
 		return s.fanOut(ctx, req, info, handler, splitNodes(nodes))
 	}
@@ -95,6 +99,21 @@ func (s *Server) routeUnary(ctx context.Context, req any, info *grpc.UnaryServer
 	}
 
 	return s.forward(ctx, info.FullMethod, req, endpoint)
+}
+
+// directorError is what apid's director refuses before routing
+// (internal/app/apid/pkg/director/director.go): a `node` given more than once,
+// and one-to-many calls of COSI methods.
+func directorError(md metadata.MD, method string) error {
+	if node := md.Get("node"); len(node) > 1 {
+		return status.Error(codes.InvalidArgument, "node metadata must be single-valued")
+	}
+
+	if len(md.Get("nodes")) > 0 && strings.HasPrefix(method, "/cosi.") {
+		return status.Error(codes.InvalidArgument, "one-2-many proxying is not supported for COSI methods")
+	}
+
+	return nil
 }
 
 func splitNodes(values []string) []string {
@@ -154,30 +173,41 @@ func (s *Server) fanOut(ctx context.Context, req any, info *grpc.UnaryServerInfo
 		return nil, err
 	}
 
-	for _, n := range nodes {
-		var (
-			resp any
-			err  error
-		)
+	// apid contacts every node at once: a dead one does not hold up the others.
+	type answer struct {
+		resp any
+		err  error
+	}
 
-		endpoint, local, ok := s.opts.Router.Resolve(n)
+	answers := make([]answer, len(nodes))
 
-		switch {
-		case !ok:
-			err = fmt.Errorf("unknown node %q", n)
-		case local:
-			resp, err = handler(stripRouting(ctx), req)
-		default:
-			resp, err = s.forward(stripRouting(ctx), info.FullMethod, req, endpoint)
-		}
+	var wg sync.WaitGroup
 
-		if err != nil {
-			appendError(merged, n, err)
+	for i, n := range nodes {
+		wg.Go(func() {
+			endpoint, local, ok := s.opts.Router.Resolve(n)
+
+			switch {
+			case !ok:
+				answers[i].err = fmt.Errorf("unknown node %q", n)
+			case local:
+				answers[i].resp, answers[i].err = handler(stripRouting(ctx), req)
+			default:
+				answers[i].resp, answers[i].err = s.forward(stripRouting(ctx), info.FullMethod, req, endpoint)
+			}
+		})
+	}
+
+	wg.Wait()
+
+	for i, n := range nodes {
+		if answers[i].err != nil {
+			appendError(merged, n, answers[i].err)
 
 			continue
 		}
 
-		appendMessages(merged, resp.(proto.Message), n)
+		appendMessages(merged, answers[i].resp.(proto.Message), n)
 	}
 
 	return merged, nil
@@ -360,6 +390,10 @@ func (s *Server) routeStream(srv any, ss grpc.ServerStream, info *grpc.StreamSer
 
 	if s.opts.Router == nil || s.Mode() != "configured" || (len(md.Get("node")) == 0 && len(md.Get("nodes")) == 0) {
 		return handler(srv, ss)
+	}
+
+	if err := directorError(md, info.FullMethod); err != nil {
+		return err
 	}
 
 	if nodes := splitNodes(md.Get("nodes")); len(nodes) > 0 {
