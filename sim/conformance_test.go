@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -315,4 +316,74 @@ func TestConformanceOfEtcdAndMaintenanceRPCs(t *testing.T) {
 
 		return nil
 	})
+}
+
+// ApplyConfiguration on a configured node (v1alpha1_server.go
+// ApplyConfiguration, runtime/v1alpha1/v1alpha1_runtime.go
+// CanApplyImmediate): the mode follows what the change touches.
+func TestConformanceOfApplyModes(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	c := startCluster(t, newScenario(1))
+	n := c.Nodes()[0]
+	apply(t, ctx, n)
+
+	cl, err := talosclient.WithConfig(ctx, c.Talosconfig(), n.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close() //nolint:errcheck
+
+	eventually(t, 30*time.Second, func() error { _, err := cl.Version(ctx); return err })
+
+	patch := func(lines string) []byte {
+		out := strings.Replace(string(n.Config), "\nmachine:\n", "\nmachine:\n"+lines, 1)
+		if out == string(n.Config) {
+			t.Fatal("no machine section in the config")
+		}
+
+		return []byte(out)
+	}
+
+	needsReboot := patch("    env:\n        TALCHAOS: \"1\"\n")
+	live := patch("    sysctls:\n        net.core.somaxconn: \"65535\"\n")
+
+	type want struct {
+		code    codes.Code
+		mode    machine.ApplyConfigurationRequest_Mode
+		details string // prefix of ModeDetails, or of the error message
+	}
+
+	for _, r := range []struct {
+		name string
+		req  *machine.ApplyConfigurationRequest
+		want want
+	}{
+		{"AUTO, nothing changed", &machine.ApplyConfigurationRequest{Data: n.Config, Mode: machine.ApplyConfigurationRequest_AUTO},
+			want{codes.OK, machine.ApplyConfigurationRequest_NO_REBOOT, "Applied configuration without a reboot"}},
+		{"NO_REBOOT of a change that needs a reboot", &machine.ApplyConfigurationRequest{Data: needsReboot, Mode: machine.ApplyConfigurationRequest_NO_REBOOT},
+			want{codes.InvalidArgument, 0, "this config change can't be applied in immediate mode\ndiff:\n"}},
+		{"TRY of a change that needs a reboot", &machine.ApplyConfigurationRequest{Data: needsReboot, Mode: machine.ApplyConfigurationRequest_TRY},
+			want{codes.InvalidArgument, 0, "this config change can't be applied in immediate mode"}},
+		{"AUTO dry run of a change that needs a reboot", &machine.ApplyConfigurationRequest{Data: needsReboot, Mode: machine.ApplyConfigurationRequest_AUTO, DryRun: true},
+			want{codes.OK, machine.ApplyConfigurationRequest_REBOOT, "Dry run summary:\nApplied configuration with a reboot (skipped in dry-run).\nConfig diff:\n\n"}},
+		{"STAGED", &machine.ApplyConfigurationRequest{Data: needsReboot, Mode: machine.ApplyConfigurationRequest_STAGED},
+			want{codes.OK, machine.ApplyConfigurationRequest_STAGED, "Staged configuration to be applied after the next reboot"}},
+		{"TRY of a live change", &machine.ApplyConfigurationRequest{Data: live, Mode: machine.ApplyConfigurationRequest_TRY},
+			want{codes.OK, machine.ApplyConfigurationRequest_TRY, "Applied configuration without a reboot\nThe config is applied in 'try' mode and will be automatically reverted back in 1m0s"}},
+	} {
+		resp, err := cl.ApplyConfiguration(ctx, r.req)
+
+		switch {
+		case status.Code(err) != r.want.code:
+			t.Errorf("%s: %v, want %s", r.name, err, r.want.code)
+		case err != nil:
+			if !strings.HasPrefix(status.Convert(err).Message(), r.want.details) {
+				t.Errorf("%s: %q, want it to start %q", r.name, status.Convert(err).Message(), r.want.details)
+			}
+		case resp.Messages[0].Mode != r.want.mode || !strings.HasPrefix(resp.Messages[0].ModeDetails, r.want.details):
+			t.Errorf("%s: mode %s %q, want %s %q", r.name, resp.Messages[0].Mode, resp.Messages[0].ModeDetails, r.want.mode, r.want.details)
+		}
+	}
 }

@@ -74,6 +74,11 @@ type Node struct {
 	mu          sync.Mutex
 	exitCode    int // the running etcd's exit code once it dies abnormally: 137 killed, 2 Go panic
 	cfg         config.Provider
+	// persisted is the config the next boot starts with (STATE), when it is
+	// not the active one (a staged or tried config); nil: the active one.
+	persisted config.Provider
+	// rollback reverts a config applied in try mode.
+	rollback *time.Timer
 	accepting   bool
 	booted      bool
 	stage       runtime.MachineStage
@@ -164,20 +169,67 @@ func (n *Node) AcceptConfig(cfg config.Provider) {
 }
 
 // ApplyConfig implements talosapi.Backend for a configured node.
+// Every apply but a try cancels a pending try rollback (Talos's
+// CancelConfigRollbackTimeout); STAGED persists the config for the next boot
+// only, NO_REBOOT makes it active and persisted, REBOOT persists it and
+// reboots into it.
 func (n *Node) ApplyConfig(_ context.Context, cfg config.Provider, mode machine.ApplyConfigurationRequest_Mode) error {
-	if mode == machine.ApplyConfigurationRequest_STAGED {
-		return nil
-	}
-
 	n.mu.Lock()
-	n.cfg = cfg
+	n.cancelRollback()
+
+	switch mode { //nolint:exhaustive
+	case machine.ApplyConfigurationRequest_STAGED:
+		n.persisted = cfg
+	case machine.ApplyConfigurationRequest_REBOOT: //nolint:staticcheck // the mode being applied
+		n.persisted = cfg
+	default:
+		n.cfg, n.persisted = cfg, nil
+	}
 	n.mu.Unlock()
 
-	if mode == machine.ApplyConfigurationRequest_REBOOT {
+	if mode == machine.ApplyConfigurationRequest_REBOOT { //nolint:staticcheck // the mode being applied
 		return n.Reboot()
 	}
 
 	return nil
+}
+
+// TryConfig implements talosapi.Backend: the config becomes active, not
+// persisted, and is rolled back after timeout (Talos time) as
+// RollbackToConfigAfter does.
+func (n *Node) TryConfig(cfg config.Provider, timeout time.Duration) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+
+	n.cancelRollback()
+
+	previous := n.cfg
+	if n.persisted == nil {
+		n.persisted = previous
+	}
+
+	n.cfg = cfg
+	n.rollback = time.AfterFunc(n.c.d(timeout), func() {
+		if n.c.ctx.Err() != nil {
+			return
+		}
+
+		n.machined.Printf("rolling back the configuration")
+
+		n.mu.Lock()
+		n.cfg = previous
+		n.mu.Unlock()
+	})
+
+	return nil
+}
+
+// cancelRollback stops a pending try rollback; n.mu is held.
+func (n *Node) cancelRollback() {
+	if n.rollback != nil {
+		n.rollback.Stop()
+		n.rollback = nil
+	}
 }
 
 // BootstrapAllowed implements talosapi.Backend.
@@ -396,11 +448,19 @@ func (n *Node) powerCycle(wipe wipeMode, graceful, halt, cut bool) {
 	n.setStage(stage)
 	n.shutdown()
 
-	if wipe&wipeConfig != 0 {
-		n.mu.Lock()
-		n.cfg = nil
-		n.mu.Unlock()
+	// A boot starts from the persisted config: a staged one takes effect, a
+	// tried one is gone.
+	n.mu.Lock()
+	n.cancelRollback()
+
+	if n.persisted != nil {
+		n.cfg, n.persisted = n.persisted, nil
 	}
+
+	if wipe&wipeConfig != 0 {
+		n.cfg = nil
+	}
+	n.mu.Unlock()
 
 	if wipe&wipeEtcd != 0 {
 		os.RemoveAll(n.dataDir) //nolint:errcheck

@@ -8,6 +8,7 @@ package talosapi
 
 import (
 	"context"
+	"time"
 
 	"github.com/cosi-project/runtime/pkg/state"
 	"github.com/siderolabs/talos/pkg/machinery/api/machine"
@@ -57,8 +58,12 @@ type Backend interface {
 	// leaves maintenance shortly after (asynchronously), as Talos does.
 	AcceptConfig(cfg config.Provider)
 	// ApplyConfig applies a configuration to a configured node in the given mode
-	// (already resolved from AUTO).
+	// (already resolved from AUTO): NO_REBOOT at once, STAGED at the next
+	// boot, REBOOT with a reboot.
 	ApplyConfig(ctx context.Context, cfg config.Provider, mode machine.ApplyConfigurationRequest_Mode) error
+	// TryConfig applies a configuration at once and reverts to the current
+	// one after timeout (Talos time) unless another apply comes first.
+	TryConfig(cfg config.Provider, timeout time.Duration) error
 
 	// BootstrapAllowed reports whether the boot sequence has reached the point where
 	// Bootstrap is accepted.

@@ -52,13 +52,17 @@ func (m *machineServer) checkControlplane(apiName string) error {
 	return status.Errorf(codes.Unimplemented, "%s is only available on control plane nodes", apiName)
 }
 
-// ApplyConfiguration on a configured node (mode AUTO applies without a reboot:
-// simulated nodes can apply every change in place).
+// ApplyConfiguration on a configured node, as v1alpha1_server.go serves it:
+// the mode decided by what the change touches (canApplyImmediate).
 func (m *machineServer) ApplyConfiguration(ctx context.Context, in *machine.ApplyConfigurationRequest) (*machine.ApplyConfigurationResponse, error) {
-	if !m.s.applyMu.TryLock() {
-		return nil, status.Error(codes.FailedPrecondition, "another apply configuration is already in progress")
+	// One apply at a time from v1.13.9 on (v1alpha1_server.go:184 there; not
+	// in v1.12.6 or v1.13.0): the v1.13 profile models the line's latest patch.
+	if m.s.opts.Profile.AtLeast(V113) {
+		if !m.s.applyMu.TryLock() {
+			return nil, status.Error(codes.FailedPrecondition, "another apply configuration is already in progress")
+		}
+		defer m.s.applyMu.Unlock()
 	}
-	defer m.s.applyMu.Unlock()
 
 	cfg, err := configloader.NewFromBytes(in.GetData())
 	if err != nil {
@@ -89,35 +93,64 @@ func (m *machineServer) ApplyConfiguration(ctx context.Context, in *machine.Appl
 	warnings = slices.Concat(warnings, warningsRuntime)
 	modeName := in.Mode.String()
 	details := "Applied configuration with a reboot"
+	modeErr := ""
 
+	// v1alpha1_server.go ApplyConfiguration: TRY and NO_REBOOT only for a
+	// change machined applies live, AUTO picks NO_REBOOT or REBOOT and says why.
 	switch in.Mode { //nolint:exhaustive
 	case machine.ApplyConfigurationRequest_TRY, machine.ApplyConfigurationRequest_NO_REBOOT:
+		if err := canApplyImmediate(m.backend().Config(), cfg); err != nil {
+			return nil, status.Error(codes.InvalidArgument, err.Error())
+		}
+
 		details = "Applied configuration without a reboot"
 	case machine.ApplyConfigurationRequest_STAGED:
 		details = "Staged configuration to be applied after the next reboot"
 	case machine.ApplyConfigurationRequest_AUTO:
-		in.Mode = machine.ApplyConfigurationRequest_NO_REBOOT
-		details = "Applied configuration without a reboot"
+		if err := canApplyImmediate(m.backend().Config(), cfg); err != nil {
+			in.Mode = machine.ApplyConfigurationRequest_REBOOT //nolint:staticcheck // what AUTO becomes
+			modeErr = ": " + err.Error()
+		} else {
+			in.Mode = machine.ApplyConfigurationRequest_NO_REBOOT
+			details = "Applied configuration without a reboot"
+		}
+
 		modeName = fmt.Sprintf("%s(%s)", modeName, in.Mode)
 	}
 
 	if in.DryRun {
+		diff, err := configDiff(m.backend().Config(), cfg)
+		if err != nil {
+			return nil, fmt.Errorf("failed to generate diff: %w", err)
+		}
+
 		return &machine.ApplyConfigurationResponse{Messages: []*machine.ApplyConfiguration{{
 			Mode:        in.Mode,
-			ModeDetails: fmt.Sprintf("Dry run summary:\n%s (skipped in dry-run).\n", details),
+			ModeDetails: fmt.Sprintf("Dry run summary:\n%s (skipped in dry-run).\n%s", details, diff),
 		}}}, nil
 	}
 
 	m.machinedLog("apply config request: mode %s", strings.ToLower(modeName))
 
-	if err := m.backend().ApplyConfig(ctx, cfg, in.Mode); err != nil {
+	if in.Mode == machine.ApplyConfigurationRequest_TRY {
+		timeout := constants.ConfigTryTimeout
+		if in.TryModeTimeout != nil {
+			timeout = in.TryModeTimeout.AsDuration()
+		}
+
+		details += fmt.Sprintf("\nThe config is applied in 'try' mode and will be automatically reverted back in %s", timeout.String())
+
+		if err := m.backend().TryConfig(cfg, timeout); err != nil {
+			return nil, err
+		}
+	} else if err := m.backend().ApplyConfig(ctx, cfg, in.Mode); err != nil {
 		return nil, err
 	}
 
 	return &machine.ApplyConfigurationResponse{Messages: []*machine.ApplyConfiguration{{
 		Mode:        in.Mode,
 		Warnings:    warnings,
-		ModeDetails: details,
+		ModeDetails: details + modeErr,
 	}}}, nil
 }
 
