@@ -71,14 +71,14 @@ type Node struct {
 	// powerCut is set while the node goes down without a clean shutdown.
 	powerCut atomic.Bool
 
-	mu          sync.Mutex
-	exitCode    int // the running etcd's exit code once it dies abnormally: 137 killed, 2 Go panic
-	cfg         config.Provider
+	mu       sync.Mutex
+	exitCode int // the running etcd's exit code once it dies abnormally: 137 killed, 2 Go panic
+	cfg      config.Provider
 	// persisted is the config the next boot starts with (STATE), when it is
 	// not the active one (a staged or tried config); nil: the active one.
 	persisted config.Provider
 	// rollback reverts a config applied in try mode.
-	rollback *time.Timer
+	rollback    *time.Timer
 	accepting   bool
 	booted      bool
 	stage       runtime.MachineStage
