@@ -222,7 +222,8 @@ const applySettle = 2 * time.Second
 // `left` (ms), the previous leaving being at `prev`, when that call failed: the
 // calls that ended since `prev`, and the one that was still in flight when the
 // node was seen leaving (calls to one node are sequential, so that is the first
-// to end after it, if it ended within a client's deadline). A success among
+// to end after it, if it had started before; its recorded duration says so,
+// however late a loaded machine let it end). A success among
 // them explains the leaving; otherwise the last failure that may have acted is
 // the call whose reply was lost.
 func lostApply(ev *Evidence, applies []CallAt, prev, left time.Duration) (CallAt, bool) {
@@ -254,8 +255,10 @@ func lostApply(ev *Evidence, applies []CallAt, prev, left time.Duration) (CallAt
 			continue
 		}
 
-		inFlight := c.At-left <= max(ev.talos(clientDeadline), minClientDeadline)
-		if c.OK() && c.At-left <= applySettle {
+		// In flight when the node was seen leaving: started before, ended after.
+		started := c.At - time.Duration(c.DurationMs)*time.Millisecond
+		inFlight := started <= left
+		if c.OK() && (inFlight || c.At-left <= applySettle) {
 			return CallAt{}, false
 		}
 
@@ -268,11 +271,3 @@ func lostApply(ev *Evidence, applies []CallAt, prev, left time.Duration) (CallAt
 
 	return candidate, found
 }
-
-// clientDeadline is how long (Talos time) a client waits for an apply reply, as
-// the orchestrators and the Terraform provider do; minClientDeadline is the
-// floor the orchestrators put under it when time is scaled.
-const (
-	clientDeadline    = 30 * time.Second
-	minClientDeadline = 2 * time.Second
-)

@@ -1,6 +1,8 @@
 package judge
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -33,11 +35,20 @@ func injected() error {
 }
 
 // applyCall is an insecure ApplyConfiguration to node that ended at ms.
+// applyCall is an apply to node that ended at ms. A call that ran into the
+// client's deadline took it (2 s, the orchestrators' floor); the others
+// ended in 50 ms.
 func applyCall(ms int64, node string, err error) history.Entry {
 	code, msg := history.CodeOf(err)
 
+	duration := int64(50)
+	if errors.Is(err, context.DeadlineExceeded) || status.Code(err) == codes.DeadlineExceeded {
+		duration = 2000
+	}
+
 	return history.Entry{WallMs: ms, Node: node, Call: &history.Call{
 		RPC: "ApplyConfiguration", Client: history.ClientInsecure, Code: code, Message: msg, Failure: history.Classify(err),
+		DurationMs: duration,
 	}}
 }
 
@@ -111,6 +122,17 @@ func TestApplyReplyLost(t *testing.T) {
 			scale:   60,
 			entries: []history.Entry{left(600), applyFailed(2000, applyDeadline), applyFailed(3000, applyTLS), applyFailed(4000, applyTLS)},
 			want:    applyDeadline,
+		},
+		{
+			name:  "reply lost: a loaded machine ended the call late, long after the node left",
+			scale: 60,
+			entries: []history.Entry{left(600), func() history.Entry {
+				e := applyFailed(3500, applyDeadline)
+				e.Call.DurationMs = 3400
+
+				return e
+			}(), applyFailed(4000, applyTLS)},
+			want: applyDeadline,
 		},
 		{
 			name:    "reply lost: the node left after the client gave up",
