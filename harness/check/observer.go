@@ -167,12 +167,27 @@ func (o *Observer) Run(ctx context.Context) {
 
 	for _, n := range o.nodes {
 		pollers.Go(func() {
+			var last *history.NodeObservation
+
+			missed := false
+
 			for ctx.Err() == nil {
 				no := o.pollNode(ctx, n)
 
-				latestMu.Lock()
-				latest[n.Name] = no
-				latestMu.Unlock()
+				// One failed look at a node that was answering is not yet a
+				// state: on a loaded machine a poll can time out. The next
+				// poll, a moment later, decides; a node that is really gone
+				// is recorded one poll late.
+				if lost(last, no) && !missed {
+					missed = true
+				} else {
+					missed = false
+					last = no
+
+					latestMu.Lock()
+					latest[n.Name] = no
+					latestMu.Unlock()
+				}
 
 				select {
 				case <-ctx.Done():
@@ -211,6 +226,13 @@ func (o *Observer) Run(ctx context.Context) {
 			o.record(ctx, obs)
 		}
 	}
+}
+
+// lost reports whether a node that was answering (prev) stopped answering.
+func lost(prev, cur *history.NodeObservation) bool {
+	answering := func(m string) bool { return m == history.ModeConfigured || m == history.ModeMaintenance }
+
+	return prev != nil && answering(prev.Mode) && !answering(cur.Mode)
 }
 
 // workerPollFactor slows the polling of workers: nothing the verdict is
