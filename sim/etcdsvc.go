@@ -389,6 +389,8 @@ func (n *Node) attemptPromote(ctx context.Context, endpoint string, memberID uin
 func (n *Node) healthLoop(ctx context.Context, svc *service) {
 	p := n.c.profile
 
+	svc.initHealth()
+
 	if !n.sleep(ctx, n.c.d(p.HealthInitialDelay)) {
 		return
 	}

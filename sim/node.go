@@ -618,6 +618,7 @@ func (n *Node) runKubelet(ctx context.Context, svc *service) {
 	n.kubeletPID = pid
 	n.mu.Unlock()
 	svc.update(stateRunning, "Started task kubelet (PID %d) for container kubelet", pid)
+	svc.initHealth()
 
 	if n.sleep(ctx, n.c.d(n.c.profile.HealthInitialDelay)) {
 		svc.setHealth(true, "")

@@ -72,6 +72,15 @@ func (s *service) push(msg, state string) {
 	}
 }
 
+// initHealth is health.State.Init, run as the health checks start
+// (internal/app/machined/pkg/system/health/status.go): not known yet, with
+// the message "Unknown".
+func (s *service) initHealth() {
+	s.mu.Lock()
+	s.healthy, s.lastMsg, s.lastChg = nil, "Unknown", time.Now()
+	s.mu.Unlock()
+}
+
 // setHealth records a health check result; an event is emitted only when the
 // health flips and the service is running (health.State.Update, healthUpdate).
 func (s *service) setHealth(healthy bool, message string) {
