@@ -81,7 +81,7 @@ func ProfileFor(name string) (Profile, error) {
 
 	switch talosapi.Profile(name) {
 	case talosapi.V112:
-		p.Name, p.Version = talosapi.V112, "v1.12.1"
+		p.Name, p.Version = talosapi.V112, "v1.12.6" // the source the profile is read from
 	case talosapi.V113:
 		p.Name, p.Version = talosapi.V113, "v1.13.9"
 	case talosapi.V114:

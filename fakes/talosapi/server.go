@@ -34,7 +34,7 @@ type Options struct {
 	Profile Profile
 	// Listen is the address the server listens on (behind the node's API proxy).
 	Listen string
-	// Version is reported by the Version RPC, e.g. "v1.12.1".
+	// Version is reported by the Version RPC, e.g. "v1.12.6".
 	Version string
 	// Router forwards requests addressed to other nodes (apid's `node`/`nodes`
 	// metadata); nil serves only the local node.
