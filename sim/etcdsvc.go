@@ -404,6 +404,11 @@ func (n *Node) healthLoop(ctx context.Context, svc *service) {
 
 	defer client.Close() //nolint:errcheck
 
+	// A ticker, as health.Run's: checks start every period, however long
+	// each took (a check longer than the period skips a tick).
+	ticker := time.NewTicker(n.c.d(p.HealthPeriod))
+	defer ticker.Stop()
+
 	for {
 		checkCtx, cancel := context.WithTimeout(ctx, n.c.etcdTimeout(p.HealthTimeout))
 		_, err := client.Get(checkCtx, "health")
@@ -424,8 +429,10 @@ func (n *Node) healthLoop(ctx context.Context, svc *service) {
 			svc.setHealth(true, "")
 		}
 
-		if !n.sleep(ctx, n.c.d(p.HealthPeriod)) {
+		select {
+		case <-ctx.Done():
 			return
+		case <-ticker.C:
 		}
 	}
 }
