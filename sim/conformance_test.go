@@ -387,3 +387,37 @@ func TestConformanceOfApplyModes(t *testing.T) {
 		}
 	}
 }
+
+// A configured node refuses an insecure client with the TLS alert
+// "certificate required", every time, through the node's proxy too (the
+// error users match on: field report FR-004, talos #10185).
+func TestInsecureClientGetsCertificateRequiredEveryTime(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	c := startCluster(t, newScenario(1))
+	n := c.Nodes()[0]
+	apply(t, ctx, n)
+
+	cl, err := talosclient.WithConfig(ctx, c.Talosconfig(), n.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close() //nolint:errcheck
+
+	eventually(t, 30*time.Second, func() error { _, err := cl.Version(ctx); return err })
+
+	for i := range 20 {
+		ins, err := talosclient.Insecure(ctx, n.Endpoint)
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		_, err = ins.ApplyConfiguration(ctx, &machine.ApplyConfigurationRequest{Data: n.Config, Mode: machine.ApplyConfigurationRequest_AUTO})
+		ins.Close() //nolint:errcheck
+
+		if !strings.Contains(status.Convert(err).Message(), "tls: certificate required") {
+			t.Errorf("try %d: %v, want tls: certificate required", i+1, err)
+		}
+	}
+}

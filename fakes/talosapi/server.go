@@ -145,7 +145,7 @@ func (s *Server) Start() error {
 	}
 
 	srv := grpc.NewServer(
-		grpc.Creds(credentials.NewTLS(tlsConf)),
+		grpc.Creds(lingeringCreds{credentials.NewTLS(tlsConf)}),
 		grpc.MaxRecvMsgSize(constants.GRPCMaxMessageSize),
 		grpc.ChainUnaryInterceptor(s.routeUnary, s.authorizeUnary(mode), s.hookUnary),
 		grpc.ChainStreamInterceptor(s.routeStream, s.authorizeStream(mode)),
