@@ -20,6 +20,9 @@ type Evidence struct {
 	machined, etcd           map[string][]LogLine
 	learnerSince, promotedAt map[string]time.Duration
 	refusalsFrom             map[string]time.Duration
+	// startedAt is when each node's learner was first seen named (its etcd
+	// had started).
+	startedAt map[string]time.Duration
 
 	// Calls are the orchestrator's calls, in time order.
 	Calls []CallAt

@@ -32,6 +32,7 @@ func FromHistory(h history.History, opts Options) *Evidence {
 		learnerSince: map[string]time.Duration{},
 		promotedAt:   map[string]time.Duration{},
 		refusalsFrom: map[string]time.Duration{},
+		startedAt:    map[string]time.Duration{},
 		Scale:        scale,
 		Snapshot:     opts.Snapshot,
 	}
@@ -102,6 +103,11 @@ func (ev *Evidence) memberships(nodes []history.Node, cur *history.Observation, 
 
 			_, wasLearner := ev.learnerSince[node]
 			_, promoted := ev.promotedAt[node]
+
+			// A member gets its name once its etcd has started.
+			if _, started := ev.startedAt[node]; !started && m.IsLearner && m.Hostname == node {
+				ev.startedAt[node] = cur.At
+			}
 
 			switch {
 			case m.IsLearner && !wasLearner:

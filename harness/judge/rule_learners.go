@@ -329,17 +329,23 @@ func (ev *Evidence) refusalsUntil(node string, since time.Duration) (time.Durati
 	return until, ended
 }
 
-// leaderRefusals are the leader's refusals to promote node's learner while
-// the learner was behind: the leader had heard from it (a ready percent above
-// zero) but it had not caught up. A refusal at 0 % is a learner the leader has
-// not heard from yet (still starting, or its first append in flight): every
-// join begins so, a slow start under load can last a while, and a learner
-// never heard from is another problem (learner-not-promoted, stale-learner).
+// leaderRefusals are the leader's refusals to promote node's learner once
+// its etcd had started (the member carries the node's name): refusals of a
+// member still starting say nothing of its sync (every join begins so, and a
+// slow start under load can last a while; one that never starts is a
+// stale-learner).
 func (ev *Evidence) leaderRefusals(node string) []LogLine {
 	since, ok := ev.refusalsFrom[node]
 	if !ok || ev.Snapshot {
 		return nil
 	}
+
+	started, ok := ev.startedAt[node]
+	if !ok {
+		return nil
+	}
+
+	since = max(since, started)
 
 	until, promoted := ev.refusalsUntil(node, since)
 
@@ -347,8 +353,7 @@ func (ev *Evidence) leaderRefusals(node string) []LogLine {
 
 	for _, o := range ev.Final.Ordered() {
 		for _, l := range ev.EtcdLogs(o.Name) {
-			if !strings.Contains(l.Text, history.RefusedPromotion) || l.At < since || (promoted && l.At > until) ||
-				readyPercent(l.Text) <= 0 {
+			if !strings.Contains(l.Text, history.RefusedPromotion) || l.At < since || (promoted && l.At > until) {
 				continue
 			}
 
@@ -362,20 +367,6 @@ func (ev *Evidence) leaderRefusals(node string) []LogLine {
 }
 
 // etcdSummary turns an etcd JSON log line into "msg (key value, ...)".
-// readyPercent is the learner-ready-percent of etcd's refusal line (0 when
-// it has none).
-func readyPercent(line string) float64 {
-	var entry struct {
-		Percent float64 `json:"learner-ready-percent"`
-	}
-
-	if json.Unmarshal([]byte(line), &entry) != nil {
-		return 0
-	}
-
-	return entry.Percent
-}
-
 func etcdSummary(line string) string {
 	var entry map[string]any
 	if err := json.Unmarshal([]byte(line), &entry); err != nil {

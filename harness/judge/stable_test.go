@@ -100,45 +100,52 @@ func TestStableVerdicts(t *testing.T) {
 	}
 }
 
-// learner-not-synced is the leader refusing a learner it hears from but that
-// is behind, for long; refusals of a learner not heard from yet (0 %) do not
-// count, nor do those after it was promoted.
+// learner-not-synced is the leader refusing a learner whose etcd has started
+// (the member carries its name), for long; refusals while it is still
+// starting do not count, nor do those after it was promoted.
 func TestLearnerNotSynced(t *testing.T) {
 	refusal := func(pct float64) string {
 		return fmt.Sprintf(`{"level":"error","msg":"rejecting promote learner: learner is not ready","learner-ready-percent":%g,"ready-percent-threshold":0.9}`, pct)
 	}
 
-	learner := obs(func(o *history.Observation) {
-		converged(o)
-		ms := []history.Member{member(1, "cp1", cp1, false), member(2, "cp2", cp2, true), member(3, "cp3", cp3, false)}
+	learnerNamed := func(name string) *history.Observation {
+		return obs(func(o *history.Observation) {
+			converged(o)
+			ms := []history.Member{member(1, "cp1", cp1, false), member(2, name, cp2, true), member(3, "cp3", cp3, false)}
 
-		for _, n := range o.Nodes {
-			n.Members = ms
-		}
+			for _, n := range o.Nodes {
+				n.Members = ms
+			}
 
-		o.Nodes["cp2"].Etcd = running(false, errLearnerRPC)
-	})
+			o.Nodes["cp2"].Etcd = running(false, errLearnerRPC)
+		})
+	}
 
 	for _, tc := range []struct {
 		name     string
+		startsAt int             // second the learner is first seen named
 		refusals map[int]float64 // second → ready percent
 		want     bool
 	}{
-		{"behind for a minute", map[int]float64{10: 0.6, 30: 0.5, 50: 0.4, 70: 0.3}, true},
-		{"not heard from for a minute", map[int]float64{10: 0, 30: 0, 50: 0, 70: 0}, false},
-		{"behind for a moment", map[int]float64{10: 0, 30: 0, 60: 0.5, 70: 0.7}, false},
-		{"refusals of the next learner", map[int]float64{70: 0.5, 100: 0.5, 130: 0.5}, false},
+		{"behind for a minute", 1, map[int]float64{10: 0.6, 30: 0.5, 50: 0.4, 70: 0.3}, true},
+		{"a snapshot still on its way for a minute", 1, map[int]float64{10: 0, 30: 0, 50: 0, 70: 0}, true},
+		{"still starting for a minute", 60, map[int]float64{10: 0, 30: 0, 50: 0, 70: 0.5}, false},
+		{"refusals of the next learner", 1, map[int]float64{70: 0.5, 100: 0.5, 130: 0.5}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var nodes []history.Node
-			for _, n := range learner.Ordered() {
+			for _, n := range learnerNamed("cp2").Ordered() {
 				nodes = append(nodes, history.Node{Name: n.Name, Role: n.Role, Address: n.Address})
 			}
 
 			rec := history.NewRecorder(time.Time{}, 1, nodes)
 
-			for _, n := range learner.Ordered() {
+			for _, n := range learnerNamed("").Ordered() {
 				rec.Observe(time.Second, n, false)
+			}
+
+			for _, n := range learnerNamed("cp2").Ordered() {
+				rec.Observe(time.Duration(tc.startsAt)*time.Second, n, false)
 			}
 
 			for s, pct := range tc.refusals {
