@@ -2,6 +2,7 @@ package sim_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -420,4 +421,57 @@ func TestInsecureClientGetsCertificateRequiredEveryTime(t *testing.T) {
 			t.Errorf("try %d: %v, want tls: certificate required", i+1, err)
 		}
 	}
+}
+
+// A node whose services never all come up fails its boot after Talos's 70
+// minutes, counts down and reboots (v1alpha1_sequencer_tasks.go
+// startAllServices, machined main.go handle): here a lone control plane that
+// is never bootstrapped, its etcd join loop failing after 30 minutes.
+func TestBootTimeoutReboots(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	sc := newScenario(1)
+	sc.TimeScale = 1000
+
+	c := startCluster(t, sc)
+	n := c.Nodes()[0]
+	apply(t, ctx, n)
+
+	want := []string{
+		"task startAllServices (1/1): failed: context deadline exceeded",
+		"error running phase 9 in boot sequence: task 1/1: failed, context deadline exceeded",
+		"rebooting in 10 seconds",
+		"rebooting in 0 seconds",
+	}
+
+	eventually(t, time.Minute, func() error {
+		lines := strings.Join(c.Node(n.Name).Log("machined").Lines(), "\n")
+
+		for _, w := range want {
+			if !strings.Contains(lines, w) {
+				return fmt.Errorf("no %q in the machined log yet", w)
+			}
+		}
+
+		return nil
+	})
+
+	// It comes back and waits to join again (its data directory is empty).
+	cl, err := talosclient.WithConfig(ctx, c.Talosconfig(), n.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close() //nolint:errcheck
+
+	eventually(t, time.Minute, func() error {
+		lines := strings.Join(c.Node(n.Name).Log("machined").Lines(), "\n")
+		if strings.Contains(lines, "rebooting in 0 seconds") || !strings.Contains(lines, "etcd is waiting to join the cluster") {
+			return errors.New("not rebooted into a new join loop yet")
+		}
+
+		_, err := cl.Version(ctx)
+
+		return err
+	})
 }

@@ -579,6 +579,8 @@ func (n *Node) startServices() {
 	if n.role == target.ControlPlane {
 		n.startEtcdService(false)
 	}
+
+	n.goBoot(func() { n.watchBoot(ctx) })
 }
 
 // startKubelet runs the kubelet service runner under ctx until it ends or is
