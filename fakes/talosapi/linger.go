@@ -24,7 +24,9 @@ const lingerFor = time.Second
 // connection open after the alert and reading what the client still sends
 // until it hangs up lets the alert arrive first, directly and through the
 // node's proxy.
-type lingeringCreds struct{ credentials.TransportCredentials }
+type lingeringCreds struct {
+	credentials.TransportCredentials
+}
 
 func (c lingeringCreds) ServerHandshake(raw net.Conn) (net.Conn, credentials.AuthInfo, error) {
 	lc := &lingerConn{Conn: raw}
