@@ -73,6 +73,14 @@ type Cluster struct {
 
 	net netState
 
+	// A node run as a process (NewNodeProcess): its one node is nodes[0], the
+	// others are peers known by address; discovery is a registry outside it;
+	// dir outlives the process.
+	single    bool
+	peers     map[string]string
+	discovery *discoveryClient
+	keepDir   bool
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -130,7 +138,7 @@ func NewClusterWith(ctx context.Context, sc *scenario.Scenario, seed int64, opts
 
 	names := sc.Cluster.NodeNames()
 	for i, name := range names {
-		n, err := c.newNode(i, name)
+		n, err := c.newNode(c.nodeIP(i), name)
 		if err != nil {
 			return nil, fmt.Errorf("node %s: %w", name, err)
 		}
@@ -208,36 +216,64 @@ func claimBlock(want int) (int, net.Listener, error) {
 
 func (c *Cluster) nodeIP(i int) string { return fmt.Sprintf("127.0.%d.%d", c.block, i+2) }
 
-// generateConfigs makes the secrets bundle, one machine config per node (with its
-// hostname) and the talosconfig, all with the machinery, for the profile's
-// version contract.
+// generateConfigs makes the cluster's secrets bundle, machine configs and
+// talosconfig for its loopback addresses.
 func (c *Cluster) generateConfigs() error {
-	contract, err := config.ParseContractFromVersion(string(c.profile.Name))
+	ips := map[string]string{}
+	for i, name := range c.sc.Cluster.NodeNames() {
+		ips[name] = c.nodeIP(i)
+	}
+
+	cfgs, err := GenerateConfigs(c.sc, c.profile, ips, fmt.Sprintf("https://127.0.%d.1:6443", c.block))
+	if err != nil {
+		return err
+	}
+
+	c.bundle, c.configs, c.talosconfig = cfgs.Bundle, cfgs.Machine, cfgs.Talosconfig
+
+	return nil
+}
+
+// Configs is what a cluster's nodes and clients are configured with.
+type Configs struct {
+	Bundle      *secrets.Bundle
+	Machine     map[string][]byte // machine config by node name
+	Talosconfig *clientconfig.Config
+}
+
+// GenerateConfigs makes the secrets bundle, one machine config per node (with
+// its hostname and the scenario's patches) and the talosconfig, all with the
+// machinery, for the profile's version contract. ips holds every node's
+// address by name; endpoint is the cluster's Kubernetes endpoint URL.
+func GenerateConfigs(sc *scenario.Scenario, profile Profile, ips map[string]string, endpoint string) (*Configs, error) {
+	contract, err := config.ParseContractFromVersion(string(profile.Name))
 	if err != nil {
 		contract = config.TalosVersionCurrent
 	}
 
-	if c.bundle, err = NewSecretsBundle(contract); err != nil {
-		return err
+	out := &Configs{Machine: map[string][]byte{}}
+
+	if out.Bundle, err = NewSecretsBundle(contract); err != nil {
+		return nil, err
 	}
 
 	var cpIPs []string
 
-	names := c.sc.Cluster.NodeNames()
-	for i, name := range names {
+	names := sc.Cluster.NodeNames()
+	for _, name := range names {
 		if scenario.IsControlPlane(name) {
-			cpIPs = append(cpIPs, c.nodeIP(i))
+			cpIPs = append(cpIPs, ips[name])
 		}
 	}
 
-	input, err := generate.NewInput("talchaos-"+c.sc.Name, fmt.Sprintf("https://127.0.%d.1:6443", c.block), KubernetesVersion,
+	input, err := generate.NewInput("talchaos-"+sc.Name, endpoint, KubernetesVersion,
 		generate.WithVersionContract(contract),
-		generate.WithSecretsBundle(c.bundle),
+		generate.WithSecretsBundle(out.Bundle),
 		generate.WithEndpointList(cpIPs),
 		generate.WithInstallDisk("/dev/sda"),
 	)
 	if err != nil {
-		return err
+		return nil, err
 	}
 
 	for _, name := range names {
@@ -248,49 +284,51 @@ func (c *Cluster) generateConfigs() error {
 
 		cfg, err := input.Config(typ)
 		if err != nil {
-			return err
+			return nil, err
 		}
 
 		hostname, err := configpatcher.LoadPatch(fmt.Appendf(nil, "apiVersion: v1alpha1\nkind: HostnameConfig\nauto: off\nhostname: %s\n", name))
 		if err != nil {
-			return err
+			return nil, err
 		}
 
 		patches := []configpatcher.Patch{hostname}
 
-		for i, p := range c.sc.Cluster.ConfigPatches {
+		for i, p := range sc.Cluster.ConfigPatches {
 			if len(p.Nodes) > 0 && !slices.Contains(p.Nodes, name) {
 				continue
 			}
 
 			patch, err := configpatcher.LoadPatch([]byte(p.Patch))
 			if err != nil {
-				return c.sc.Errorf(fmt.Sprintf("cluster.configPatches[%d].patch", i), "%s", err)
+				return nil, sc.Errorf(fmt.Sprintf("cluster.configPatches[%d].patch", i), "%s", err)
 			}
 
 			patches = append(patches, patch)
 		}
 
-		out, err := configpatcher.Apply(configpatcher.WithConfig(cfg), patches)
+		cfgOut, err := configpatcher.Apply(configpatcher.WithConfig(cfg), patches)
 		if err != nil {
-			return err
+			return nil, err
 		}
 
-		if c.configs[name], err = out.Bytes(); err != nil {
-			return err
+		if out.Machine[name], err = cfgOut.Bytes(); err != nil {
+			return nil, err
 		}
 	}
 
-	c.talosconfig, err = input.Talosconfig()
+	if out.Talosconfig, err = input.Talosconfig(); err != nil {
+		return nil, err
+	}
 
-	return err
+	return out, nil
 }
 
-func (c *Cluster) newNode(i int, name string) (*Node, error) {
+func (c *Cluster) newNode(ip, name string) (*Node, error) {
 	n := &Node{
 		c:        c,
 		name:     name,
-		ip:       c.nodeIP(i),
+		ip:       ip,
 		role:     target.Worker,
 		override: c.sc.Cluster.Nodes[name],
 		dir:      filepath.Join(c.dir, name),
@@ -298,6 +336,8 @@ func (c *Cluster) newNode(i int, name string) (*Node, error) {
 		etcdLog:  talosapi.NewLogBuffer(4096),
 		seed:     uint64(c.seed),
 		bootCtx:  c.ctx,
+
+		registered: make(chan struct{}, 1),
 	}
 
 	if n.override.EtcdImagePull.Duration == 0 {
@@ -380,6 +420,12 @@ func (c *Cluster) Resolve(t string) (string, bool, bool) {
 		}
 	}
 
+	for name, ip := range c.peers {
+		if ip == t || name == t {
+			return fmt.Sprintf("%s:%d", ip, apiPort), false, true
+		}
+	}
+
 	return "", false, false
 }
 
@@ -387,6 +433,10 @@ func (c *Cluster) Resolve(t string) (string, bool, bool) {
 // has registered (received its config), including the asking node itself, on the
 // etcd client port. Nodes stay listed while down, as discovery entries do.
 func (c *Cluster) discoveredEndpoints() ([]string, error) {
+	if c.discovery != nil {
+		return c.discovery.endpoints()
+	}
+
 	var out []string
 
 	for _, n := range c.nodes {
@@ -499,7 +549,7 @@ func (c *Cluster) Close() error {
 			c.claim.Close() //nolint:errcheck
 		}
 
-		if c.dir != "" {
+		if c.dir != "" && !c.keepDir {
 			c.closeErr = os.RemoveAll(c.dir)
 		}
 	})

@@ -95,6 +95,9 @@ type Node struct {
 	bootCancel  context.CancelFunc
 	bootWG      sync.WaitGroup
 	rngs        map[string]*rand.Rand
+
+	// registered wakes the registration with discovery (node processes).
+	registered chan struct{}
 }
 
 // Hostname implements talosapi.Backend.
@@ -155,6 +158,7 @@ func (n *Node) AcceptConfig(cfg config.Provider) {
 		n.mu.Lock()
 		n.cfg = cfg
 		n.mu.Unlock()
+		n.saveState()
 
 		n.machined.Printf("applied configuration, leaving maintenance mode")
 
@@ -186,6 +190,7 @@ func (n *Node) ApplyConfig(_ context.Context, cfg config.Provider, mode machine.
 		n.cfg, n.persisted = cfg, nil
 	}
 	n.mu.Unlock()
+	n.saveState()
 
 	if mode == machine.ApplyConfigurationRequest_REBOOT { //nolint:staticcheck // the mode being applied
 		return n.Reboot()
@@ -461,6 +466,7 @@ func (n *Node) powerCycle(wipe wipeMode, graceful, halt, cut bool) {
 		n.cfg = nil
 	}
 	n.mu.Unlock()
+	n.saveState()
 
 	if wipe&wipeEtcd != 0 {
 		os.RemoveAll(n.dataDir) //nolint:errcheck

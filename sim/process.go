@@ -24,6 +24,8 @@ func (c *Cluster) Process(ctx context.Context, node string, op target.ProcessOp)
 		return noop, n.crashEtcd()
 	case target.PauseEtcd:
 		return c.pauseEtcd(ctx, n)
+	case target.PauseNode:
+		return c.pauseNode(ctx, n)
 	case target.RebootNode:
 		c.goNode(func() { n.powerCycle(wipeNothing, false, false, true) })
 
@@ -83,4 +85,42 @@ func (h etcdDies) OnWrite(*zapcore.CheckedEntry, []zapcore.Field) {
 	h.n.c.goNode(func() { h.n.killEtcd(2) }) //nolint:errcheck // it may be gone already
 
 	runtime.Goexit()
+}
+
+// pauseNode freezes the node as far as its peers and clients can tell: etcd
+// as pause-etcd does, and its Talos API holds every byte both ways with its
+// connections open. (Its own loops go on: the sim's node is not a process to
+// stop; the container target freezes the real one.)
+func (c *Cluster) pauseNode(ctx context.Context, n *Node) (target.Heal, error) {
+	heal, err := c.pauseEtcd(ctx, n)
+	if err != nil {
+		return nil, err
+	}
+
+	heals := []target.Heal{heal}
+
+	undo := func() error {
+		var first error
+
+		for i := len(heals) - 1; i >= 0; i-- {
+			if err := heals[i](); err != nil && first == nil {
+				first = err
+			}
+		}
+
+		return first
+	}
+
+	for _, d := range []target.Direction{target.Upstream, target.Downstream} {
+		remove, err := c.AddToxic(ctx, n.name, target.PortTalosAPI, target.Toxic{Type: "timeout", Direction: d})
+		if err != nil {
+			undo() //nolint:errcheck
+
+			return nil, err
+		}
+
+		heals = append(heals, remove)
+	}
+
+	return undo, nil
 }

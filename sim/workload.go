@@ -78,6 +78,11 @@ func (c *Cluster) writer(k int) *Node {
 	for _, n := range c.nodes {
 		n.mu.Lock()
 		up := n.etcd != nil
+		// A node process writes only while its member leads: one writer in
+		// the cluster at the scenario's rate, as the sim's one loop is.
+		if up && c.single {
+			up = n.etcd.Server.Leader() == n.etcd.Server.MemberID()
+		}
 		n.mu.Unlock()
 
 		if up {

@@ -3,6 +3,7 @@ package talosapi
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"time"
@@ -16,6 +17,7 @@ type LogBuffer struct {
 	dropped int // lines evicted from the front; keeps follower offsets stable
 	max     int
 	notify  chan struct{}
+	tee     io.Writer
 }
 
 // NewLogBuffer keeps at most max lines.
@@ -37,10 +39,22 @@ func (b *LogBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// Tee copies every line appended from now on to w (a node process's stdout).
+func (b *LogBuffer) Tee(w io.Writer) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+
+	b.tee = w
+}
+
 // Append adds one line.
 func (b *LogBuffer) Append(line string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+
+	if b.tee != nil {
+		fmt.Fprintln(b.tee, line) //nolint:errcheck // a lost log line must not stop the node
+	}
 
 	b.lines = append(b.lines, line)
 	if len(b.lines) > b.max {

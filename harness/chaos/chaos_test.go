@@ -252,6 +252,7 @@ func TestValidation(t *testing.T) {
 		{"isolate", "{kind: isolate, node: cp9, at: 0s}", `faults[0].node: unknown node "cp9": one of cp1, cp2, cp3, w1`},
 		{"crash-etcd", "{kind: crash-etcd, node: w1, at: 0s}", `faults[0].node: "w1" is a worker, which runs no etcd: crash-etcd kills etcd`},
 		{"pause-etcd", "{kind: pause-etcd, node: w1, at: 0s}", `faults[0].node: "w1" is a worker`},
+		{"pause-node", "{kind: pause-node, node: cp9, at: 0s}", `faults[0].node: unknown node "cp9"`},
 		{"reboot", "{kind: reboot, at: 0s}", "faults[0].node: required"},
 		{"power-off", "{kind: power-off, node: cp2, port: talos-api, at: 0s}", `faults[0].port: "port" does not apply to kind power-off`},
 		{"wipe-etcd", "{kind: wipe-etcd, node: w1, at: 0s}", `faults[0].node: "w1" is a worker`},

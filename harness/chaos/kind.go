@@ -53,6 +53,7 @@ var Kinds = []Kind{
 	// processes and power
 	CrashEtcd{},
 	PauseEtcd{},
+	PauseNode{},
 	Reboot{},
 	PowerOff{},
 	WipeEtcd{},

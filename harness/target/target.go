@@ -211,6 +211,7 @@ type ProcessOp string
 const (
 	CrashEtcd     ProcessOp = "crash-etcd"     // etcd dies (SIGKILL); Talos restarts it from its data dir
 	PauseEtcd     ProcessOp = "pause-etcd"     // etcd stops answering anyone until healed (SIGSTOP)
+	PauseNode     ProcessOp = "pause-node"     // every process of the node is frozen until healed
 	RebootNode    ProcessOp = "reboot"         // the node goes down and comes back with its config and data
 	PowerOff      ProcessOp = "power-off"      // the node goes down until healed
 	WipeEtcd      ProcessOp = "wipe-etcd"      // EPHEMERAL is wiped and the node reboots: config kept, etcd data gone
@@ -219,7 +220,7 @@ const (
 )
 
 // ProcessOps are every process operation.
-var ProcessOps = []ProcessOp{CrashEtcd, PauseEtcd, RebootNode, PowerOff, WipeEtcd, ResetGraceful, ResetForced}
+var ProcessOps = []ProcessOp{CrashEtcd, PauseEtcd, PauseNode, RebootNode, PowerOff, WipeEtcd, ResetGraceful, ResetForced}
 
 // Processes is implemented by clusters that carry out process operations.
 type Processes interface {

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/siderolabs/talos/pkg/machinery/config/generate/secrets"
+	"github.com/spf13/cobra"
+
+	"github.com/talchaos/talchaos/harness/chaos"
+	"github.com/talchaos/talchaos/sim"
+)
+
+// newNodeCmd is `talchaos node`: one simulated node as a process, the unit
+// the container target runs in each container.
+func newNodeCmd() *cobra.Command {
+	var (
+		spec      sim.NodeSpec
+		scFile    string
+		bundle    string
+		nodeAddrs []string
+	)
+
+	cmd := &cobra.Command{
+		Use:   "node --name NAME --scenario FILE --secrets FILE --node NAME=IP... --discovery URL",
+		Short: "Run one simulated node (fake Talos API, embedded etcd, the scenario's Talos profile) as a process",
+		Long: "node runs one simulated Talos node on the real ports of its own address until SIGTERM, logging machined's lines to stdout. " +
+			"Its config and etcd data stay in --dir, so a restarted node boots configured and replays its WAL. The container target runs one per container.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			data, err := os.ReadFile(scFile)
+			if err != nil {
+				return &exitError{code: exitInput, err: err}
+			}
+
+			if spec.Scenario, err = chaos.Parse(scFile, data); err != nil {
+				return &exitError{code: exitInput, err: err}
+			}
+
+			if spec.Bundle, err = secrets.LoadBundle(bundle); err != nil {
+				return &exitError{code: exitInput, err: fmt.Errorf("--secrets %s: %w", bundle, err)}
+			}
+
+			spec.Nodes = map[string]string{}
+
+			for _, kv := range nodeAddrs {
+				name, ip, ok := strings.Cut(kv, "=")
+				if !ok || name == "" || ip == "" {
+					return &exitError{code: exitInput, err: fmt.Errorf("--node %q: want NAME=IP", kv)}
+				}
+
+				spec.Nodes[name] = ip
+			}
+
+			spec.Log = cmd.OutOrStdout()
+
+			c, err := sim.NewNodeProcess(cmd.Context(), spec)
+			if err != nil {
+				return &exitError{code: exitHarness, err: err}
+			}
+
+			fmt.Fprintf(cmd.OutOrStdout(), "[talchaos] node %s serving the Talos API on %s:50000\n", spec.Name, spec.Nodes[spec.Name])
+
+			<-cmd.Context().Done()
+
+			return c.Close()
+		},
+	}
+
+	f := cmd.Flags()
+	f.StringVar(&spec.Name, "name", "", "the node's name in the scenario (cp1, w1, ...)")
+	f.StringVar(&scFile, "scenario", "", "the scenario file")
+	f.StringVar(&bundle, "secrets", "", "the cluster's secrets bundle (talosctl gen secrets format)")
+	f.StringArrayVar(&nodeAddrs, "node", nil, "NAME=IP of every node of the cluster, this one too (repeat)")
+	f.StringVar(&spec.Discovery, "discovery", "", "base URL of the cluster's discovery registry")
+	f.StringVar(&spec.Dir, "dir", "/var/lib/talchaos", "directory for the node's config, etcd data and PKI; kept across restarts")
+	f.Int64Var(&spec.Seed, "seed", 1, "the run's seed")
+
+	for _, req := range []string{"name", "scenario", "secrets", "node", "discovery"} {
+		cobra.CheckErr(cmd.MarkFlagRequired(req))
+	}
+
+	return cmd
+}

@@ -1,0 +1,182 @@
+package sim
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/talchaos/talchaos/harness/target"
+)
+
+// DiscoveryServer is the cluster's discovery registry when nodes run as
+// separate processes: each node registers itself once it holds a config and
+// unregisters when a reset wipes it; a node's etcd join asks it for the control
+// planes' etcd endpoints. Like Talos's discovery service it lives outside the
+// nodes, so entries stay while a node is down or cut off, and a partition
+// between two nodes does not hide one from the other.
+//
+// Hand-rolled: Talos's discovery service (siderolabs/discovery-service) speaks
+// encrypted affiliate data over gRPC, which a node's etcd join only needs the
+// outcome of.
+type DiscoveryServer struct {
+	mu    sync.Mutex
+	order []string
+	nodes map[string]Affiliate
+}
+
+// Affiliate is one node as it registers.
+type Affiliate struct {
+	Address      string `json:"address"`
+	ControlPlane bool   `json:"controlPlane"`
+	Configured   bool   `json:"configured"`
+}
+
+// NewDiscoveryServer lists endpoints in the order of names (the cluster's).
+func NewDiscoveryServer(names []string) *DiscoveryServer {
+	return &DiscoveryServer{order: slices.Clone(names), nodes: map[string]Affiliate{}}
+}
+
+// ServeHTTP implements http.Handler: PUT /affiliates/NAME registers, GET
+// /endpoints lists "ip:2379" of every configured control plane.
+func (s *DiscoveryServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch {
+	case r.Method == http.MethodPut && strings.HasPrefix(r.URL.Path, "/affiliates/"):
+		name := strings.TrimPrefix(r.URL.Path, "/affiliates/")
+
+		var a Affiliate
+		if err := json.NewDecoder(r.Body).Decode(&a); err != nil || !slices.Contains(s.order, name) {
+			http.Error(w, "bad affiliate", http.StatusBadRequest)
+
+			return
+		}
+
+		s.mu.Lock()
+		s.nodes[name] = a
+		s.mu.Unlock()
+
+		w.WriteHeader(http.StatusNoContent)
+	case r.Method == http.MethodGet && r.URL.Path == "/endpoints":
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(s.Endpoints()) //nolint:errcheck
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+// Endpoints lists the etcd client endpoints of the configured control planes.
+func (s *DiscoveryServer) Endpoints() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+
+	out := []string{}
+
+	for _, name := range s.order {
+		if a, ok := s.nodes[name]; ok && a.ControlPlane && a.Configured {
+			out = append(out, fmt.Sprintf("%s:%d", a.Address, etcdClientPort))
+		}
+	}
+
+	return out
+}
+
+// discoveryClient is a node process's view of the registry. Talos keeps its
+// discovered affiliates as resources: a registry that cannot be reached for a
+// moment leaves the last list in place.
+type discoveryClient struct {
+	base string
+	http http.Client
+
+	mu   sync.Mutex
+	last []string
+}
+
+func (d *discoveryClient) endpoints() ([]string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+
+	var list []string
+
+	err := d.do(ctx, http.MethodGet, "/endpoints", nil, &list)
+
+	d.mu.Lock()
+	defer d.mu.Unlock()
+
+	if err == nil {
+		d.last = list
+	}
+
+	if len(d.last) == 0 {
+		return nil, errors.New("no controlplane endpoints discovered yet")
+	}
+
+	return slices.Clone(d.last), nil
+}
+
+func (d *discoveryClient) put(ctx context.Context, name string, a Affiliate) error {
+	return d.do(ctx, http.MethodPut, "/affiliates/"+name, a, nil)
+}
+
+func (d *discoveryClient) do(ctx context.Context, method, path string, in, out any) error {
+	var body strings.Builder
+	if in != nil {
+		if err := json.NewEncoder(&body).Encode(in); err != nil {
+			return err
+		}
+	}
+
+	req, err := http.NewRequestWithContext(ctx, method, d.base+path, strings.NewReader(body.String()))
+	if err != nil {
+		return err
+	}
+
+	resp, err := d.http.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close() //nolint:errcheck
+
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("discovery: %s %s: %s", method, path, resp.Status)
+	}
+
+	if out != nil {
+		return json.NewDecoder(resp.Body).Decode(out)
+	}
+
+	return nil
+}
+
+// register keeps the node's registration in step with its config: at start
+// and after every change (saveState), retried until the registry has it.
+func (n *Node) register() {
+	d := n.c.discovery
+	if d == nil {
+		return
+	}
+
+	for {
+		a := Affiliate{Address: n.ip, ControlPlane: n.role == target.ControlPlane, Configured: n.Config() != nil}
+
+		for {
+			ctx, cancel := context.WithTimeout(n.c.ctx, 2*time.Second)
+			err := d.put(ctx, n.name, a)
+			cancel()
+
+			if err == nil || !n.sleep(n.c.ctx, 200*time.Millisecond) {
+				break
+			}
+		}
+
+		select {
+		case <-n.c.ctx.Done():
+			return
+		case <-n.registered:
+		}
+	}
+}

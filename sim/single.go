@@ -1,0 +1,188 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/Shopify/toxiproxy/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+	zlog "github.com/rs/zerolog/log"
+	"github.com/siderolabs/talos/pkg/machinery/config/configloader"
+	"github.com/siderolabs/talos/pkg/machinery/config/generate/secrets"
+
+	"github.com/talchaos/talchaos/harness/scenario"
+)
+
+// NodeSpec is one simulated node run on its own, as a process (`talchaos
+// node`, one per container): the node's own address and real ports, its peers
+// known by address, discovery through a registry outside the node (as Talos's
+// discovery service is), and a directory that outlives the process, so a
+// restarted process boots with its config and replays its etcd WAL.
+type NodeSpec struct {
+	Scenario *scenario.Scenario
+	Seed     int64
+	Name     string
+	// Nodes is every node of the cluster, this one too: name → address.
+	Nodes map[string]string
+	// Bundle is the cluster's secrets bundle: etcd PKI and trustd's CA.
+	Bundle *secrets.Bundle
+	// Dir holds the node's config (STATE), etcd data (EPHEMERAL) and PKI.
+	Dir string
+	// Discovery is the registry's base URL (see DiscoveryServer).
+	Discovery string
+	// Log, when set, receives machined's log lines as they are written.
+	Log io.Writer
+}
+
+// stateFile is where a node process keeps the config its next boot starts
+// with (Talos's STATE partition).
+const stateFile = "state/config.yaml"
+
+// NewNodeProcess starts the node of spec: in maintenance, or booting with the
+// config a previous process of this node persisted.
+func NewNodeProcess(ctx context.Context, spec NodeSpec) (_ *Cluster, err error) {
+	sc := spec.Scenario
+
+	ip, ok := spec.Nodes[spec.Name]
+	if !ok {
+		return nil, fmt.Errorf("node %q is not among the cluster's nodes", spec.Name)
+	}
+
+	if !slices.Contains(sc.Cluster.NodeNames(), spec.Name) {
+		return nil, fmt.Errorf("scenario %s has no node %q", sc.Name, spec.Name)
+	}
+
+	profile, err := ProfileFor(sc.Talos)
+	if err != nil {
+		return nil, err
+	}
+
+	c := &Cluster{
+		sc: sc, profile: profile, scale: Scale(sc), seed: spec.Seed, configs: map[string][]byte{},
+		dir: spec.Dir, keepDir: true, bundle: spec.Bundle, peers: spec.Nodes, single: true,
+		discovery: &discoveryClient{base: spec.Discovery},
+	}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+
+	defer func() {
+		if err != nil {
+			c.Close() //nolint:errcheck
+		}
+	}()
+
+	if err = os.MkdirAll(filepath.Join(spec.Dir, "state"), 0o700); err != nil {
+		return nil, err
+	}
+
+	quietToxics.Do(func() { zlog.Logger = zerolog.Nop() })
+
+	c.toxi = toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop())
+
+	n, err := c.newNode(ip, spec.Name)
+	if err != nil {
+		return nil, err
+	}
+
+	c.nodes = []*Node{n}
+
+	if spec.Log != nil {
+		n.machined.Tee(spec.Log)
+	}
+
+	if data, rerr := os.ReadFile(filepath.Join(spec.Dir, stateFile)); rerr == nil {
+		if n.cfg, err = configloader.NewFromBytes(data); err != nil {
+			return nil, fmt.Errorf("persisted config: %w", err)
+		}
+	} else if !errors.Is(rerr, os.ErrNotExist) {
+		return nil, rerr
+	}
+
+	if err = n.startProxies(); err != nil {
+		return nil, err
+	}
+
+	if err = n.newGate(); err != nil {
+		return nil, fmt.Errorf("peer gate: %w", err)
+	}
+
+	c.goNode(c.runWorkload)
+	c.goNode(n.register)
+
+	if err = n.boot(); err != nil {
+		return nil, fmt.Errorf("boot: %w", err)
+	}
+
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+
+	return c, nil
+}
+
+// saveState persists the config the next boot starts with, when the node runs
+// as a process, and tells discovery; Talos writes STATE before it answers.
+func (n *Node) saveState() {
+	if !n.c.single {
+		return
+	}
+
+	n.mu.Lock()
+	next := n.persisted
+	if next == nil {
+		next = n.cfg
+	}
+	n.mu.Unlock()
+
+	path := filepath.Join(n.c.dir, stateFile)
+
+	if next == nil {
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			n.machined.Printf("failed to wipe STATE: %s", err)
+		}
+	} else {
+		data, err := next.Bytes()
+		if err == nil {
+			err = writeFileSync(path, data)
+		}
+
+		if err != nil {
+			n.machined.Printf("failed to save the config to STATE: %s", err)
+		}
+	}
+
+	select {
+	case n.registered <- struct{}{}:
+	default:
+	}
+}
+
+// writeFileSync writes data to path through a temp file and a rename, synced,
+// so a SIGKILL leaves the old or the new config, never half of one.
+func writeFileSync(path string, data []byte) error {
+	tmp := path + ".tmp"
+
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+
+	if _, err = f.Write(data); err == nil {
+		err = f.Sync()
+	}
+
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+
+	if err != nil {
+		return err
+	}
+
+	return os.Rename(tmp, path)
+}
