@@ -12,7 +12,7 @@ all: build
 # -buildvcs=auto stamps the commit into the binary (talchaos version, every
 # report), whatever GOFLAGS says.
 build:
-	$(GO) build -buildvcs=auto -o $(BIN) ./cmd/talchaos
+	CGO_ENABLED=0 $(GO) build -buildvcs=auto -o $(BIN) ./cmd/talchaos
 
 # The main job: a built-in scenario on the embedded sim target. Prints the
 # verdict and the path of report.json.

@@ -400,8 +400,13 @@ func (n *Node) startProxies() error {
 		target.PortEtcdClient: {etcdClientPort, backendClient},
 		target.PortEtcdPeer:   {etcdPeerPort, backendPeerPort},
 	} {
+		backend := n.ip
+		if port == target.PortEtcdPeer {
+			backend = n.peerBackendHost()
+		}
+
 		p := toxiproxy.NewProxy(n.c.toxi, n.name+"-"+string(port),
-			fmt.Sprintf("%s:%d", n.ip, pair[0]), fmt.Sprintf("%s:%d", n.ip, pair[1]))
+			fmt.Sprintf("%s:%d", n.ip, pair[0]), fmt.Sprintf("%s:%d", backend, pair[1]))
 		if err := p.Start(); err != nil {
 			return fmt.Errorf("proxy %s: %w", port, err)
 		}

@@ -735,7 +735,7 @@ func (n *Node) embedConfig(args etcdStartArgs) (*embed.Config, error) {
 		return *u
 	}
 
-	cfg.ListenPeerUrls = []url.URL{parse(fmt.Sprintf("https://%s:%d", n.ip, backendPeerPort))}
+	cfg.ListenPeerUrls = []url.URL{parse(fmt.Sprintf("https://%s:%d", n.peerBackendHost(), backendPeerPort))}
 	cfg.AdvertisePeerUrls = []url.URL{parse(n.peerURL())}
 	cfg.ListenClientUrls = []url.URL{parse(fmt.Sprintf("https://%s:%d", n.ip, backendClient))}
 	cfg.AdvertiseClientUrls = []url.URL{parse(n.clientURL())}
@@ -831,4 +831,19 @@ func (n *Node) rng(purpose string) *rand.Rand {
 	n.rngs[purpose] = r
 
 	return r
+}
+
+// peerBackendHost is where etcd's peer listener sits behind the peer proxy.
+// etcd checks a peer's client certificate against the connection's source
+// address; connections from the proxy come from the listener's own address,
+// so it must be one every member's certificate names: 127.0.0.1 (as in
+// Talos's etcd certificates) when the node runs as a process in its own
+// network namespace, the node's loopback address in the sim (whose
+// connections come from 127.0.0.1 anyway).
+func (n *Node) peerBackendHost() string {
+	if n.c.single {
+		return "127.0.0.1"
+	}
+
+	return n.ip
 }

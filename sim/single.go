@@ -93,6 +93,7 @@ func NewNodeProcess(ctx context.Context, spec NodeSpec) (_ *Cluster, err error) 
 
 	if spec.Log != nil {
 		n.machined.Tee(spec.Log)
+		n.etcdLog.Tee(spec.Log)
 	}
 
 	if data, rerr := os.ReadFile(filepath.Join(spec.Dir, stateFile)); rerr == nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/talchaos/talchaos/harness/chaos"
 	"github.com/talchaos/talchaos/sim"
+	"github.com/talchaos/talchaos/sim/container"
 )
 
 // newNodeCmd is `talchaos node`: one simulated node as a process, the unit
@@ -80,6 +81,35 @@ func newNodeCmd() *cobra.Command {
 	for _, req := range []string{"name", "scenario", "secrets", "node", "discovery"} {
 		cobra.CheckErr(cmd.MarkFlagRequired(req))
 	}
+
+	return cmd
+}
+
+// newNodeNetCmd is `talchaos node-net`, run by the container target inside a
+// node's container: it sets the addresses the kernel drops packets to and from.
+func newNodeNetCmd() *cobra.Command {
+	var drop string
+
+	cmd := &cobra.Command{
+		Use:    "node-net --drop IP[,IP...]",
+		Short:  "Inside a node's container: drop every packet to and from these addresses (empty: none)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			var addrs []string
+			if drop != "" {
+				addrs = strings.Split(drop, ",")
+			}
+
+			if err := container.SetDropped(addrs); err != nil {
+				return &exitError{code: exitHarness, err: err}
+			}
+
+			return nil
+		},
+	}
+
+	cmd.Flags().StringVar(&drop, "drop", "", "comma-separated IPv4 addresses")
 
 	return cmd
 }

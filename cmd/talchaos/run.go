@@ -22,6 +22,7 @@ import (
 	"github.com/talchaos/talchaos/reports"
 	"github.com/talchaos/talchaos/scenarios"
 	"github.com/talchaos/talchaos/sim"
+	"github.com/talchaos/talchaos/sim/container"
 )
 
 type runOptions struct {
@@ -56,7 +57,7 @@ Exit codes: 0 expectations held, 1 expectations failed, 2 bad input or usage,
 		},
 	}
 
-	cmd.Flags().StringVar(&opts.target, "target", "sim", "where the nodes run: sim, or real (with --inventory)")
+	cmd.Flags().StringVar(&opts.target, "target", "sim", "where the nodes run: sim, container (one Docker container per node), or real (with --inventory)")
 	cmd.Flags().StringVar(&opts.inventory, "inventory", "", "inventory file of a real cluster (--target=real)")
 	cmd.Flags().BoolVar(&opts.allowDestructive, "allow-destructive", false, "permit faults that reboot, power off, isolate or wipe real nodes")
 	cmd.Flags().BoolVar(&opts.plan, "plan", false, "print the resolved fault schedule and exit")
@@ -150,6 +151,12 @@ func targetFor(opts runOptions) (target.Target, error) {
 		}
 
 		return sim.Target{}, nil
+	case "container":
+		if opts.inventory != "" {
+			return nil, errors.New("--inventory is for --target=real")
+		}
+
+		return container.Target{}, nil
 	case "real":
 		if opts.inventory == "" {
 			return nil, errors.New("--target=real needs --inventory FILE")
@@ -163,7 +170,7 @@ func targetFor(opts runOptions) (target.Target, error) {
 		return &real.Target{Inventory: inv}, nil
 	}
 
-	return nil, fmt.Errorf("unknown target %q: sim or real", opts.target)
+	return nil, fmt.Errorf("unknown target %q: sim, container or real", opts.target)
 }
 
 func runScenario(cmd *cobra.Command, arg string, opts runOptions) error {

@@ -1,0 +1,398 @@
+package container
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	_ "embed"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/network"
+	"github.com/moby/moby/client"
+	clientconfig "github.com/siderolabs/talos/pkg/machinery/client/config"
+	"github.com/testcontainers/testcontainers-go"
+	tcnetwork "github.com/testcontainers/testcontainers-go/network"
+	"github.com/testcontainers/testcontainers-go/wait"
+	"go.yaml.in/yaml/v3"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/talchaos/talchaos/harness/scenario"
+	"github.com/talchaos/talchaos/harness/target"
+	"github.com/talchaos/talchaos/sim"
+)
+
+//go:embed Dockerfile
+var dockerfile []byte
+
+// Labels every container, network and image of a run carries.
+const (
+	LabelRun  = "org.talchaos.run"  // the run's id
+	LabelPID  = "org.talchaos.pid"  // the talchaos process that owns it
+	LabelHost = "org.talchaos.host" // that process's host name
+)
+
+// node is one node's container.
+type node struct {
+	name string
+	ip   string
+	role target.Role
+	ctr  *testcontainers.DockerContainer
+}
+
+// Cluster is a provisioned set of node containers. It implements
+// target.Cluster, target.Processes and target.Partitioner.
+type Cluster struct {
+	sc      *scenario.Scenario
+	scale   float64
+	profile sim.Profile
+	runID   string
+	labels  map[string]string
+
+	docker *testcontainers.DockerClient
+	image  string
+	net    *testcontainers.DockerNetwork
+	disco  *http.Server
+	cfgs   *sim.Configs
+	nodes  []*node
+
+	ctx    context.Context //nolint:containedctx // lifetime of the cluster's background starts
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	dropped map[string]map[string]int // node → address → active cuts
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+func newCluster(ctx context.Context, sc *scenario.Scenario, opts target.Options, bin string) (_ *Cluster, err error) {
+	profile, err := sim.ProfileFor(sc.Talos)
+	if err != nil {
+		return nil, err
+	}
+
+	host, _ := os.Hostname() //nolint:errcheck // an empty name still labels
+
+	c := &Cluster{
+		sc: sc, scale: sim.Scale(sc), profile: profile,
+		runID:   fmt.Sprintf("%d-%d", os.Getpid(), rand.Uint32()), //nolint:gosec // a name, not a secret
+		dropped: map[string]map[string]int{},
+	}
+	c.labels = map[string]string{LabelRun: c.runID, LabelPID: strconv.Itoa(os.Getpid()), LabelHost: host}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+
+	if c.docker, err = testcontainers.NewDockerClientWithOpts(ctx); err != nil {
+		return nil, fmt.Errorf("docker: %w", err)
+	}
+
+	defer func() {
+		if err != nil {
+			c.Close() //nolint:errcheck
+		}
+	}()
+
+	if removed, err := Reap(ctx, c.docker); err != nil {
+		return nil, fmt.Errorf("removing what killed runs left: %w", err)
+	} else if removed > 0 && opts.Logf != nil {
+		opts.Logf("removed %d container(s), network(s) and image(s) left by killed talchaos runs", removed)
+	}
+
+	if err = c.buildImage(ctx, bin); err != nil {
+		return nil, err
+	}
+
+	prefix, err := c.createNetwork(ctx)
+	if err != nil {
+		return nil, err
+	}
+
+	gateway := prefix.Addr().Next()
+	names := sc.Cluster.NodeNames()
+	ips := map[string]string{}
+	addr := gateway
+
+	for _, name := range names {
+		addr = addr.Next()
+		ips[name] = addr.String()
+	}
+
+	if c.cfgs, err = sim.GenerateConfigs(sc, profile, ips, fmt.Sprintf("https://%s:6443", gateway)); err != nil {
+		return nil, err
+	}
+
+	discovery, err := c.serveDiscovery(gateway, names)
+	if err != nil {
+		return nil, err
+	}
+
+	if err = c.startNodes(ctx, opts.Seed, names, ips, discovery); err != nil {
+		return nil, err
+	}
+
+	return c, nil
+}
+
+// buildImage builds the node image from the repository's Dockerfile and the
+// static binary, labelled as the run's.
+func (c *Cluster) buildImage(ctx context.Context, bin string) error {
+	data, err := staticBinary(bin)
+	if err != nil {
+		return err
+	}
+
+	var archive bytes.Buffer
+
+	tw := tar.NewWriter(&archive)
+
+	for _, f := range []struct {
+		name string
+		mode int64
+		data []byte
+	}{{"Dockerfile", 0o644, dockerfile}, {"talchaos", 0o755, data}} {
+		if err := tw.WriteHeader(&tar.Header{Name: f.name, Mode: f.mode, Size: int64(len(f.data))}); err != nil {
+			return err
+		}
+
+		if _, err := tw.Write(f.data); err != nil {
+			return err
+		}
+	}
+
+	if err := tw.Close(); err != nil {
+		return err
+	}
+
+	provider, err := testcontainers.NewDockerProvider(testcontainers.WithLogger(quiet))
+	if err != nil {
+		return fmt.Errorf("docker: %w", err)
+	}
+	defer provider.Close() //nolint:errcheck
+
+	req := &testcontainers.ContainerRequest{FromDockerfile: testcontainers.FromDockerfile{
+		ContextArchive: bytes.NewReader(archive.Bytes()),
+		Repo:           "talchaos-node",
+		Tag:            c.runID,
+		KeepImage:      true,
+		BuildOptionsModifier: func(o *client.ImageBuildOptions) {
+			o.Labels = c.labels
+			o.Remove, o.ForceRemove = true, true
+		},
+	}}
+
+	if c.image, err = provider.BuildImage(ctx, req); err != nil {
+		return fmt.Errorf("building the node image: %w", err)
+	}
+
+	return nil
+}
+
+// createNetwork makes the run's bridge network on a free 10.213.N.0/24.
+func (c *Cluster) createNetwork(ctx context.Context) (netip.Prefix, error) {
+	start := rand.IntN(256) //nolint:gosec // spreading, not secrecy
+
+	var last error
+
+	for i := range 256 {
+		prefix := netip.MustParsePrefix(fmt.Sprintf("10.213.%d.0/24", (start+i)%256))
+
+		nw, err := tcnetwork.New(ctx,
+			tcnetwork.WithLabels(c.labels),
+			tcnetwork.WithIPAM(&network.IPAM{Driver: "default", Config: []network.IPAMConfig{{Subnet: prefix, Gateway: prefix.Addr().Next()}}}),
+		)
+		if err == nil {
+			c.net = nw
+
+			return prefix, nil
+		}
+
+		if !strings.Contains(err.Error(), "overlap") {
+			return netip.Prefix{}, fmt.Errorf("creating the network: %w", err)
+		}
+
+		last = err
+	}
+
+	return netip.Prefix{}, fmt.Errorf("no free 10.213.N.0/24 for the network: %w", last)
+}
+
+// serveDiscovery runs the cluster's discovery registry on the network's
+// gateway, where every container reaches the host.
+func (c *Cluster) serveDiscovery(gateway netip.Addr, names []string) (string, error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(gateway.String(), "0"))
+	if err != nil {
+		return "", fmt.Errorf("discovery registry: %w", err)
+	}
+
+	c.disco = &http.Server{Handler: sim.NewDiscoveryServer(names), ReadHeaderTimeout: 5 * time.Second}
+
+	go c.disco.Serve(l) //nolint:errcheck // ends with Close
+
+	return "http://" + l.Addr().String(), nil
+}
+
+// startNodes creates every node's container and starts those without a boot
+// delay, a few at a time; late ones start in the background.
+func (c *Cluster) startNodes(ctx context.Context, seed int64, names []string, ips map[string]string, discovery string) error {
+	scData := c.sc.Source
+	if len(scData) == 0 {
+		var err error
+		if scData, err = yaml.Marshal(c.sc); err != nil {
+			return err
+		}
+	}
+
+	bundle, err := yaml.Marshal(c.cfgs.Bundle)
+	if err != nil {
+		return err
+	}
+
+	args := []string{"--scenario", "/scenario.yaml", "--secrets", "/secrets.yaml", "--discovery", discovery, "--seed", strconv.FormatInt(seed, 10)}
+	for _, name := range names {
+		args = append(args, "--node", name+"="+ips[name])
+	}
+
+	c.nodes = make([]*node, len(names))
+
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(8)
+
+	for i, name := range names {
+		n := &node{name: name, ip: ips[name], role: target.Worker}
+		if scenario.IsControlPlane(name) {
+			n.role = target.ControlPlane
+		}
+
+		c.nodes[i] = n
+		delay := time.Duration(float64(c.sc.Cluster.Nodes[name].BootDelay.Duration) / c.scale)
+
+		g.Go(func() error {
+			req := testcontainers.ContainerRequest{
+				Image:  c.image,
+				Name:   fmt.Sprintf("talchaos-%s-%s", c.runID, name),
+				Cmd:    append([]string{"--name", name}, args...),
+				Labels: c.labels,
+				Files: []testcontainers.ContainerFile{
+					{Reader: bytes.NewReader(scData), ContainerFilePath: "/scenario.yaml", FileMode: 0o600},
+					{Reader: bytes.NewReader(bundle), ContainerFilePath: "/secrets.yaml", FileMode: 0o600},
+				},
+				Networks: []string{c.net.Name},
+				HostConfigModifier: func(hc *container.HostConfig) {
+					hc.CapAdd = append(hc.CapAdd, "NET_ADMIN") // node-net's nftables rules
+				},
+				EndpointSettingsModifier: func(m map[string]*network.EndpointSettings) {
+					if m[c.net.Name] == nil {
+						m[c.net.Name] = &network.EndpointSettings{}
+					}
+
+					m[c.net.Name].IPAMConfig = &network.EndpointIPAMConfig{IPv4Address: netip.MustParseAddr(n.ip)}
+				},
+				WaitingFor: wait.ForLog("serving the Talos API").WithStartupTimeout(2 * time.Minute),
+			}
+
+			ctr, err := testcontainers.GenericContainer(gctx, testcontainers.GenericContainerRequest{
+				ContainerRequest: req, Started: delay == 0, Logger: quiet,
+			})
+			if ctr != nil {
+				n.ctr, _ = ctr.(*testcontainers.DockerContainer)
+			}
+
+			if err != nil {
+				return fmt.Errorf("node %s: container: %w", name, err)
+			}
+
+			if delay > 0 {
+				c.goBackground(func() {
+					select {
+					case <-c.ctx.Done():
+					case <-time.After(delay):
+						c.start(c.ctx, n) //nolint:errcheck // the observer sees a node that never came
+					}
+				})
+			}
+
+			return nil
+		})
+	}
+
+	return g.Wait()
+}
+
+func (c *Cluster) goBackground(f func()) {
+	c.wg.Add(1)
+
+	go func() {
+		defer c.wg.Done()
+
+		f()
+	}()
+}
+
+// Nodes implements target.Cluster.
+func (c *Cluster) Nodes() []target.Node {
+	out := make([]target.Node, 0, len(c.nodes))
+
+	for _, n := range c.nodes {
+		out = append(out, target.Node{
+			Name: n.name, Role: n.role, Address: n.ip,
+			Endpoint: net.JoinHostPort(n.ip, "50000"),
+			Config:   bytes.Clone(c.cfgs.Machine[n.name]),
+		})
+	}
+
+	return out
+}
+
+// Talosconfig implements target.Cluster.
+func (c *Cluster) Talosconfig() *clientconfig.Config { return c.cfgs.Talosconfig }
+
+// TimeScale is how much faster than real time the nodes' Talos timers run.
+func (c *Cluster) TimeScale() float64 { return c.scale }
+
+// Close implements target.Cluster: every container, the network and the image
+// go, whatever the run's context says.
+func (c *Cluster) Close() error {
+	c.closeOnce.Do(func() {
+		c.cancel()
+		c.wg.Wait()
+
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+
+		if c.disco != nil {
+			c.disco.Close() //nolint:errcheck
+		}
+
+		if c.docker != nil {
+			c.closeErr = removeRun(ctx, c.docker, c.runID)
+			c.docker.Close() //nolint:errcheck
+		}
+	})
+
+	return c.closeErr
+}
+
+func (c *Cluster) node(name string) (*node, error) {
+	for _, n := range c.nodes {
+		if n.name == name {
+			if n.ctr == nil {
+				return nil, fmt.Errorf("node %s has no container", name)
+			}
+
+			return n, nil
+		}
+	}
+
+	return nil, fmt.Errorf("unknown node %q", name)
+}
+

@@ -1,0 +1,227 @@
+package container
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/moby/moby/api/types/network"
+	"github.com/moby/moby/client"
+	tcexec "github.com/testcontainers/testcontainers-go/exec"
+
+	"github.com/talchaos/talchaos/harness/target"
+)
+
+// Process implements target.Processes with Docker: a reboot is a SIGKILL and
+// a start after the profile's reboot time (the sim's reboot is a power cut
+// too), a power-off a SIGKILL until healed, pause-node the cgroup freezer.
+func (c *Cluster) Process(ctx context.Context, name string, op target.ProcessOp) (target.Heal, error) {
+	n, err := c.node(name)
+	if err != nil {
+		return nil, err
+	}
+
+	noop := func() error { return nil }
+
+	switch op {
+	case target.RebootNode:
+		if err := c.kill(ctx, n); err != nil {
+			return nil, err
+		}
+
+		c.goBackground(func() {
+			select {
+			case <-c.ctx.Done():
+			case <-time.After(time.Duration(float64(c.profile.RebootDuration) / c.scale)):
+				c.start(c.ctx, n) //nolint:errcheck // the observer sees a node that did not come back
+			}
+		})
+
+		return noop, nil
+	case target.PowerOff:
+		if err := c.kill(ctx, n); err != nil {
+			return nil, err
+		}
+
+		return func() error { return c.start(c.ctx, n) }, nil
+	case target.PauseNode:
+		if _, err := c.docker.ContainerPause(ctx, n.ctr.GetContainerID(), client.ContainerPauseOptions{}); err != nil {
+			return nil, fmt.Errorf("pausing %s: %w", name, err)
+		}
+
+		return func() error {
+			_, err := c.docker.ContainerUnpause(c.ctx, n.ctr.GetContainerID(), client.ContainerUnpauseOptions{})
+
+			return err
+		}, nil
+	}
+
+	return nil, fmt.Errorf("the container target cannot carry out %q", op)
+}
+
+// kill sends SIGKILL to the node's container and waits until it is down.
+func (c *Cluster) kill(ctx context.Context, n *node) error {
+	id := n.ctr.GetContainerID()
+
+	if _, err := c.docker.ContainerKill(ctx, id, client.ContainerKillOptions{Signal: "KILL"}); err != nil {
+		return fmt.Errorf("killing %s: %w", n.name, err)
+	}
+
+	for {
+		st, err := c.docker.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+		if err != nil {
+			return fmt.Errorf("killing %s: %w", n.name, err)
+		}
+
+		if st.Container.State == nil || !st.Container.State.Running {
+			return nil
+		}
+
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// start starts the node's container again; a new network namespace has none
+// of the cuts, so they are set again.
+func (c *Cluster) start(ctx context.Context, n *node) error {
+	if _, err := c.docker.ContainerStart(ctx, n.ctr.GetContainerID(), client.ContainerStartOptions{}); err != nil {
+		return fmt.Errorf("starting %s: %w", n.name, err)
+	}
+
+	c.mu.Lock()
+	cuts := len(c.dropped[n.name]) > 0
+	c.mu.Unlock()
+
+	if cuts {
+		return c.applyCuts(ctx, n)
+	}
+
+	return nil
+}
+
+// Partition implements target.Partitioner: inside each node of a, the kernel
+// drops every packet from and to each node of b, and the other way round.
+func (c *Cluster) Partition(ctx context.Context, a, b []string) (target.Heal, error) {
+	var na, nb []*node
+
+	for _, group := range []struct {
+		names []string
+		into  *[]*node
+	}{{a, &na}, {b, &nb}} {
+		for _, name := range group.names {
+			n, err := c.node(name)
+			if err != nil {
+				return nil, err
+			}
+
+			*group.into = append(*group.into, n)
+		}
+	}
+
+	if err := c.cut(ctx, na, nb, 1); err != nil {
+		c.cut(ctx, na, nb, -1) //nolint:errcheck
+
+		return nil, err
+	}
+
+	return func() error { return c.cut(c.ctx, na, nb, -1) }, nil
+}
+
+// Isolate implements target.Partitioner: the node's container is disconnected
+// from the network (its interface is gone: no node and not the engine reach
+// it), and connected again with its address when healed.
+func (c *Cluster) Isolate(ctx context.Context, name string) (target.Heal, error) {
+	n, err := c.node(name)
+	if err != nil {
+		return nil, err
+	}
+
+	id := n.ctr.GetContainerID()
+
+	if _, err := c.docker.NetworkDisconnect(ctx, c.net.ID, client.NetworkDisconnectOptions{Container: id, Force: true}); err != nil {
+		return nil, fmt.Errorf("disconnecting %s: %w", name, err)
+	}
+
+	return func() error {
+		addr, err := parseAddr(n.ip)
+		if err != nil {
+			return err
+		}
+
+		_, err = c.docker.NetworkConnect(c.ctx, c.net.ID, client.NetworkConnectOptions{
+			Container:      id,
+			EndpointConfig: &network.EndpointSettings{IPAMConfig: &network.EndpointIPAMConfig{IPv4Address: addr}},
+		})
+
+		return err
+	}, nil
+}
+
+// cut adds (delta 1) or removes (delta -1) one cut between every node of a and
+// every node of b, and sets the resulting rules in each node touched.
+func (c *Cluster) cut(ctx context.Context, a, b []*node, delta int) error {
+	touched := map[*node]bool{}
+
+	c.mu.Lock()
+	for _, x := range a {
+		for _, y := range b {
+			for _, p := range [][2]*node{{x, y}, {y, x}} {
+				m := c.dropped[p[0].name]
+				if m == nil {
+					m = map[string]int{}
+					c.dropped[p[0].name] = m
+				}
+
+				if m[p[1].ip] += delta; m[p[1].ip] <= 0 {
+					delete(m, p[1].ip)
+				}
+
+				touched[p[0]] = true
+			}
+		}
+	}
+	c.mu.Unlock()
+
+	var first error
+
+	for n := range touched {
+		if err := c.applyCuts(ctx, n); err != nil && first == nil {
+			first = err
+		}
+	}
+
+	return first
+}
+
+// applyCuts sets the node's drop rules to its current cuts (talchaos node-net
+// inside its container).
+func (c *Cluster) applyCuts(ctx context.Context, n *node) error {
+	c.mu.Lock()
+	addrs := make([]string, 0, len(c.dropped[n.name]))
+	for ip := range c.dropped[n.name] {
+		addrs = append(addrs, ip)
+	}
+	c.mu.Unlock()
+
+	slices.Sort(addrs)
+
+	code, out, err := n.ctr.Exec(ctx, []string{"/talchaos", "node-net", "--drop", strings.Join(addrs, ",")}, tcexec.Multiplexed())
+	if err != nil {
+		return fmt.Errorf("cutting %s off: %w", n.name, err)
+	}
+
+	if code != 0 {
+		msg, _ := io.ReadAll(out) //nolint:errcheck // best effort for the message
+
+		return fmt.Errorf("cutting %s off: node-net exited %d: %s", n.name, code, strings.TrimSpace(string(msg)))
+	}
+
+	return nil
+}

@@ -1,0 +1,143 @@
+package container
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"os"
+	"strconv"
+	"syscall"
+
+	"github.com/moby/moby/client"
+	"github.com/testcontainers/testcontainers-go"
+)
+
+func parseAddr(s string) (netip.Addr, error) { return netip.ParseAddr(s) }
+
+// Reap removes the containers, networks and images of talchaos runs whose
+// process is gone (killed before it could clean up), found by their labels:
+// on this host only, and never a live run's (parallel runs share the engine).
+// It returns how many objects it removed.
+func Reap(ctx context.Context, docker *testcontainers.DockerClient) (int, error) {
+	host, _ := os.Hostname() //nolint:errcheck // compared with the labels written the same way
+
+	runs := map[string]bool{}
+
+	consider := func(labels map[string]string) {
+		run, ok := labels[LabelRun]
+		if !ok || labels[LabelHost] != host {
+			return
+		}
+
+		if pid, err := strconv.Atoi(labels[LabelPID]); err == nil && !alive(pid) {
+			runs[run] = true
+		}
+	}
+
+	filter := client.Filters{}.Add("label", LabelRun)
+
+	ctrs, err := docker.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: filter})
+	if err != nil {
+		return 0, err
+	}
+
+	for _, c := range ctrs.Items {
+		consider(c.Labels)
+	}
+
+	nets, err := docker.NetworkList(ctx, client.NetworkListOptions{Filters: filter})
+	if err != nil {
+		return 0, err
+	}
+
+	for _, n := range nets.Items {
+		consider(n.Labels)
+	}
+
+	imgs, err := docker.ImageList(ctx, client.ImageListOptions{Filters: filter})
+	if err != nil {
+		return 0, err
+	}
+
+	for _, i := range imgs.Items {
+		consider(i.Labels)
+	}
+
+	removed := 0
+
+	var errs []error
+
+	for run := range runs {
+		n, err := removeRunCount(ctx, docker, run)
+		removed += n
+
+		errs = append(errs, err)
+	}
+
+	return removed, errors.Join(errs...)
+}
+
+// alive reports whether a process with this pid exists.
+func alive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// removeRun removes every container, network and image labelled with the run.
+func removeRun(ctx context.Context, docker *testcontainers.DockerClient, run string) error {
+	_, err := removeRunCount(ctx, docker, run)
+
+	return err
+}
+
+func removeRunCount(ctx context.Context, docker *testcontainers.DockerClient, run string) (int, error) {
+	filter := client.Filters{}.Add("label", LabelRun+"="+run)
+	removed := 0
+
+	var errs []error
+
+	ctrs, err := docker.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: filter})
+	errs = append(errs, err)
+
+	if err == nil {
+		for _, c := range ctrs.Items {
+			_, err := docker.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+			if err == nil {
+				removed++
+			}
+
+			errs = append(errs, err)
+		}
+	}
+
+	nets, err := docker.NetworkList(ctx, client.NetworkListOptions{Filters: filter})
+	errs = append(errs, err)
+
+	if err == nil {
+		for _, n := range nets.Items {
+			_, err := docker.NetworkRemove(ctx, n.ID, client.NetworkRemoveOptions{})
+			if err == nil {
+				removed++
+			}
+
+			errs = append(errs, err)
+		}
+	}
+
+	imgs, err := docker.ImageList(ctx, client.ImageListOptions{Filters: filter})
+	errs = append(errs, err)
+
+	if err == nil {
+		for _, i := range imgs.Items {
+			_, err := docker.ImageRemove(ctx, i.ID, client.ImageRemoveOptions{Force: true, PruneChildren: true})
+			if err == nil {
+				removed++
+			}
+
+			errs = append(errs, err)
+		}
+	}
+
+	return removed, errors.Join(errs...)
+}

@@ -1,0 +1,91 @@
+// Package container is the container target: the sim's node, one per
+// container (`talchaos node` in an image built FROM scratch from the static
+// talchaos binary), each with its own address on a user-defined Docker
+// network, run with testcontainers-go. Its faults are real: a reboot is a
+// SIGKILL of the container and a start (etcd replays its WAL from disk), a
+// power-off a SIGKILL until healed, pause-node the cgroup freezer (docker
+// pause), isolate a disconnect from the network, a partition nftables rules
+// inside the two sides' network namespaces that drop every packet both ways.
+//
+// testcontainers' reaper (Ryuk) is an image that cannot be pulled here, so it
+// is disabled; every container, network and image carries the run's labels,
+// Close removes them, and the next run removes what a killed run left behind
+// (Reap).
+package container
+
+import (
+	"context"
+	"os"
+
+	tclog "github.com/testcontainers/testcontainers-go/log"
+
+	"github.com/talchaos/talchaos/harness/scenario"
+	"github.com/talchaos/talchaos/harness/target"
+	"github.com/talchaos/talchaos/sim"
+)
+
+// Target runs each node in its own container.
+type Target struct {
+	// Binary is the static talchaos binary the node image carries; empty: the
+	// running executable ($TALCHAOS_NODE_BINARY overrides it).
+	Binary string
+}
+
+// Name implements target.Target.
+func (Target) Name() string { return "container" }
+
+// Capabilities implements target.Target: what Docker and the kernel do to a
+// whole node. Toxics on one port, the etcd-only process faults and API
+// interception stay with the sim.
+func (Target) Capabilities() []target.Capability {
+	return []target.Capability{
+		target.PartitionNodes, target.IsolateNode,
+		target.ProcessCap(target.RebootNode), target.ProcessCap(target.PowerOff), target.ProcessCap(target.PauseNode),
+	}
+}
+
+// Supports implements target.Target.
+func (t Target) Supports(c target.Capability, _ string) error { return target.Has(t, c) }
+
+// Disposable implements target.Target: the containers live for one run.
+func (Target) Disposable() bool { return true }
+
+// TimeScale implements target.Target: the nodes are the sim's, at its scale.
+func (Target) TimeScale(sc *scenario.Scenario) float64 { return sim.Scale(sc) }
+
+// Check implements target.Target.
+func (Target) Check(*scenario.Scenario) error { return nil }
+
+// Provision implements target.Target.
+func (t Target) Provision(ctx context.Context, sc *scenario.Scenario, opts target.Options) (target.Cluster, error) {
+	bin := t.Binary
+	if bin == "" {
+		bin = os.Getenv("TALCHAOS_NODE_BINARY")
+	}
+
+	if bin == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, err
+		}
+
+		bin = exe
+	}
+
+	return newCluster(ctx, sc, opts, bin)
+}
+
+func init() {
+	// Ryuk's image cannot be pulled; cleanup is by label (Reap, Close).
+	// testcontainers reads this once, at its first use.
+	if os.Getenv("TESTCONTAINERS_RYUK_DISABLED") == "" {
+		os.Setenv("TESTCONTAINERS_RYUK_DISABLED", "true") //nolint:errcheck
+	}
+}
+
+// quiet is testcontainers' logger: its progress lines are not talchaos's.
+var quiet tclog.Logger = discardLogger{}
+
+type discardLogger struct{}
+
+func (discardLogger) Printf(string, ...any) {}
