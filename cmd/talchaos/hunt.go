@@ -33,7 +33,7 @@ Reports go to REPORT-DIR/seed-N. Exit code 0 when every seed passed, 1 otherwise
 	}
 
 	cmd.Flags().StringVar(&opts.seeds, "seeds", "1-10", "seeds to run: FROM-TO or a comma-separated list")
-	cmd.Flags().StringVar(&opts.target, "target", "sim", "where the nodes run: sim, or real (with --inventory)")
+	cmd.Flags().StringVar(&opts.target, "target", "sim", "where the nodes run: sim, container (one Docker container per node), or real (with --inventory)")
 	cmd.Flags().StringVar(&opts.inventory, "inventory", "", "inventory file of a real cluster (--target=real)")
 	cmd.Flags().BoolVar(&opts.allowDestructive, "allow-destructive", false, "permit destructive faults on real nodes")
 	cmd.Flags().StringVar(&opts.reportDir, "report-dir", "talchaos-hunt", "directory for the per-seed reports")

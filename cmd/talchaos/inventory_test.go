@@ -14,7 +14,7 @@ import (
 // before anything starts: `run` and `run --plan` exit 2 with an error naming
 // file, line and field, and leave a report.
 func TestBadInventoryExitsTwo(t *testing.T) {
-	_, dir := upCluster(t, "happy-path", 60)
+	_, dir := startUpCluster(t, "happy-path", 60)
 
 	good := filepath.Join(dir, "inventory.yaml")
 

@@ -14,10 +14,10 @@ import (
 	"github.com/talchaos/talchaos/sim"
 )
 
-// upCluster starts an `up`-style cluster shaped like the scenario, whose
+// startUpCluster starts an `up`-style cluster shaped like the scenario, whose
 // nodes run their Talos timers at scale, and writes its files (the inventory
 // records the scale).
-func upCluster(t *testing.T, from string, scale float64) (*sim.Cluster, string) {
+func startUpCluster(t *testing.T, from string, scale float64) (*sim.Cluster, string) {
 	t.Helper()
 
 	sc, err := upScenario(upOptions{from: from})
@@ -72,7 +72,7 @@ func TestRealTargetRunsOnTheNodesTime(t *testing.T) {
 		t.Skip("forms a cluster at a slow time scale")
 	}
 
-	_, dir := upCluster(t, "happy-path", 4)
+	_, dir := startUpCluster(t, "happy-path", 4)
 
 	code, out := run(t, "run", "happy-path", "--target", "real", "--inventory", filepath.Join(dir, "inventory.yaml"),
 		"--report-dir", filepath.Join(dir, "report"))
@@ -104,7 +104,7 @@ func TestRealTargetWithholdsRemediesWithoutPermission(t *testing.T) {
 
 	const scale = 60
 
-	c, dir := upCluster(t, "happy-path", scale)
+	c, dir := startUpCluster(t, "happy-path", scale)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 
 	defer cancel()

@@ -85,7 +85,7 @@ func TestRealTargetMatchesSim(t *testing.T) {
 // A destructive fault on a real cluster without --allow-destructive is refused
 // before anything starts.
 func TestRealTargetRefusesDestructiveFaults(t *testing.T) {
-	_, dir := upCluster(t, "stale-learner", 60)
+	_, dir := startUpCluster(t, "stale-learner", 60)
 
 	code, out := run(t, "run", "stale-learner", "--target", "real", "--inventory", filepath.Join(dir, "inventory.yaml"),
 		"--report-dir", filepath.Join(dir, "report"))

@@ -25,6 +25,7 @@ import (
 	"github.com/talchaos/talchaos/harness/target"
 	"github.com/talchaos/talchaos/reports"
 	"github.com/talchaos/talchaos/sim"
+	"github.com/talchaos/talchaos/sim/container"
 )
 
 type upOptions struct {
@@ -37,6 +38,7 @@ type upOptions struct {
 	bootstrap     bool
 	seed          int64
 	cidr          string
+	target        string
 }
 
 func newUpCmd() *cobra.Command {
@@ -70,6 +72,7 @@ refuses to start).`,
 	cmd.Flags().Float64Var(&opts.timeScale, "time-scale", 1, "divide Talos timers by this (1: real Talos timing)")
 	cmd.Flags().BoolVar(&opts.bootstrap, "bootstrap", false, "apply the configs and bootstrap etcd (like talosctl cluster create)")
 	cmd.Flags().Int64Var(&opts.seed, "seed", 1, "seed for the simulated nodes' random choices")
+	cmd.Flags().StringVar(&opts.target, "target", "sim", "where the nodes run: sim (in this process), or container (one Docker container per node)")
 	cmd.Flags().StringVar(&opts.cidr, "cidr", "", "loopback block for the nodes, 127.0.N.0/24 (nodes from .2): the same addresses every time (default: a free block)")
 
 	return cmd
@@ -191,7 +194,26 @@ func runUp(cmd *cobra.Command, opts upOptions) error {
 
 	defer dir.cleanup()
 
-	cluster, err := sim.NewClusterWith(cmd.Context(), sc, opts.seed, sim.Options{Block: block})
+	var cluster upCluster
+
+	switch opts.target {
+	case "sim":
+		cluster, err = sim.NewClusterWith(cmd.Context(), sc, opts.seed, sim.Options{Block: block})
+	case "container":
+		if opts.cidr != "" {
+			return &exitError{code: exitInput, err: errors.New("--cidr is for --target=sim: containers take addresses on their own Docker network")}
+		}
+
+		var c target.Cluster
+
+		c, err = container.Target{}.Provision(cmd.Context(), sc, target.Options{Seed: opts.seed})
+		if err == nil {
+			cluster = c.(*container.Cluster)
+		}
+	default:
+		return &exitError{code: exitInput, err: fmt.Errorf("unknown target %q: sim or container", opts.target)}
+	}
+
 	if err != nil {
 		return &exitError{code: exitHarness, err: fmt.Errorf("start the cluster: %w", err)}
 	}
@@ -340,12 +362,12 @@ func (d *upDir) write(name string, data []byte) error {
 
 // writeUpFiles writes the talosconfig, the machine configs and an inventory
 // into dir, never overwriting a file.
-func writeUpFiles(dir string, cluster *sim.Cluster) error {
+func writeUpFiles(dir string, cluster upCluster) error {
 	return writeUpFilesWith(func(name string, data []byte) error { return scratch.WriteSecret(filepath.Join(dir, name), data) }, cluster)
 }
 
 // writeUpFilesWith writes up's files with write(name, data).
-func writeUpFilesWith(write func(name string, data []byte) error, cluster *sim.Cluster) error {
+func writeUpFilesWith(write func(name string, data []byte) error, cluster upCluster) error {
 	cfg := cluster.Talosconfig()
 	ctxName := cfg.Context
 
@@ -390,7 +412,13 @@ func writeUpFilesWith(write func(name string, data []byte) error, cluster *sim.C
 	return write("inventory.yaml", invData)
 }
 
-func printUp(out io.Writer, dir string, cluster *sim.Cluster) {
+// upCluster is what up shows of a sim or container cluster.
+type upCluster interface {
+	target.Cluster
+	TimeScale() float64
+}
+
+func printUp(out io.Writer, dir string, cluster upCluster) {
 	fmt.Fprintf(out, "talchaos: %d simulated nodes up\n\n", len(cluster.Nodes()))
 
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)

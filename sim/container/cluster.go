@@ -395,4 +395,3 @@ func (c *Cluster) node(name string) (*node, error) {
 
 	return nil, fmt.Errorf("unknown node %q", name)
 }
-

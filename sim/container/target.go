@@ -81,6 +81,9 @@ func init() {
 	if os.Getenv("TESTCONTAINERS_RYUK_DISABLED") == "" {
 		os.Setenv("TESTCONTAINERS_RYUK_DISABLED", "true") //nolint:errcheck
 	}
+
+	// Its banner and progress lines are not talchaos's output.
+	tclog.SetDefault(quiet)
 }
 
 // quiet is testcontainers' logger: its progress lines are not talchaos's.
