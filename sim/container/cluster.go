@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	_ "embed"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -394,4 +395,44 @@ func (c *Cluster) node(name string) (*node, error) {
 	}
 
 	return nil, fmt.Errorf("unknown node %q", name)
+}
+
+// Memory is each running node container's memory use in bytes, as Docker's
+// stats report it (the cgroup's usage less its page cache, as `docker stats`
+// shows it).
+func (c *Cluster) Memory(ctx context.Context) (map[string]uint64, error) {
+	out := map[string]uint64{}
+
+	for _, n := range c.nodes {
+		if n.ctr == nil {
+			continue
+		}
+
+		r, err := c.docker.ContainerStats(ctx, n.ctr.GetContainerID(), client.ContainerStatsOptions{})
+		if err != nil {
+			return nil, err
+		}
+
+		var s container.StatsResponse
+
+		err = json.NewDecoder(r.Body).Decode(&s)
+		r.Body.Close() //nolint:errcheck
+
+		if err != nil {
+			return nil, err
+		}
+
+		use := s.MemoryStats.Usage
+		for _, k := range []string{"inactive_file", "total_inactive_file"} {
+			if v, ok := s.MemoryStats.Stats[k]; ok && v < use {
+				use -= v
+
+				break
+			}
+		}
+
+		out[n.name] = use
+	}
+
+	return out, nil
 }
