@@ -47,7 +47,15 @@ func TestScenarios(t *testing.T) {
 		goleak.IgnoreTopFunction("github.com/Shopify/toxiproxy/v2/stream.(*ChanWriter).Write"))
 
 	RegisterFailHandler(Fail)
-	RunSpecs(t, "built-in scenarios")
+
+	// The rejudge at seeds 2 and 3 (label "seeds") doubles the suite's time
+	// twice over; `make test-rejudge` runs it (-ginkgo.label-filter=seeds).
+	suiteConfig, reporterConfig := GinkgoConfiguration()
+	if suiteConfig.LabelFilter == "" {
+		suiteConfig.LabelFilter = "!seeds"
+	}
+
+	RunSpecs(t, "built-in scenarios", suiteConfig, reporterConfig)
 }
 
 // Every built-in scenario runs on the sim target and must meet its own
@@ -62,7 +70,7 @@ var _ = Describe("built-in scenario", func() {
 			sc, err := chaos.Parse(file, data)
 			Expect(err).NotTo(HaveOccurred())
 
-			run := runRecorded(ctx, sc)
+			run := runRecorded(ctx, sc, 1)
 			Expect(run.err).NotTo(HaveOccurred())
 			Expect(run.res.Verdict).To(Equal(result.Pass), explain(run.res))
 			Expect(run.res.Checks).NotTo(BeEmpty(), "a scenario without expectations proves nothing")
@@ -74,6 +82,27 @@ var _ = Describe("built-in scenario", func() {
 				Expect(run.inBrowser()).To(Succeed())
 			}
 		}, SpecTimeout(3*time.Minute))
+	}
+})
+
+// Every built-in scenario at seeds 2 and 3 (seed 1 is above): judged again
+// from its report.json alone, the verdict, outcome, checks and diagnoses are
+// the run's. Run by `make test-rejudge`.
+var _ = Describe("built-in scenario rejudged", Label("seeds"), func() {
+	for _, name := range scenarios.Names() {
+		for _, seed := range []int64{2, 3} {
+			It(fmt.Sprintf("%s seed %d", name, seed), func(ctx SpecContext) {
+				data, file, err := scenarios.Read(name)
+				Expect(err).NotTo(HaveOccurred())
+
+				sc, err := chaos.Parse(file, data)
+				Expect(err).NotTo(HaveOccurred())
+
+				run := runRecorded(ctx, sc, seed)
+				Expect(run.err).NotTo(HaveOccurred())
+				Expect(run.rejudged(sc)).To(Succeed())
+			}, SpecTimeout(3*time.Minute))
+		}
 	}
 })
 
@@ -91,7 +120,7 @@ var _ = Describe("an exec command printing the configs", func() {
 			sc, err := chaos.Parse("exec-prints-secrets.yaml", []byte(fmt.Sprintf(execPrintsSecrets, redirect)))
 			Expect(err).NotTo(HaveOccurred())
 
-			run := runRecorded(ctx, sc)
+			run := runRecorded(ctx, sc, 1)
 			Expect(run.err).NotTo(HaveOccurred())
 			Expect(run.res.Verdict).To(Equal(result.Pass), explain(run.res))
 			Expect(run.leaks()).To(BeEmpty(), "secrets in what talchaos prints or writes")
@@ -154,12 +183,12 @@ type recordedRun struct {
 
 // runRecorded runs a scenario on the sim target as `talchaos run --verbose`
 // does, keeping the clusters it provisions, and writes the reports.
-func runRecorded(ctx context.Context, sc *scenario.Scenario) *recordedRun {
+func runRecorded(ctx context.Context, sc *scenario.Scenario, seed int64) *recordedRun {
 	rec := &recordingTarget{}
 
 	var progress syncBuffer
 
-	res, err := harness.Run(ctx, sc, harness.Options{Target: rec, Seed: 1, OnEvent: reports.Progress(&progress, true)})
+	res, err := harness.Run(ctx, sc, harness.Options{Target: rec, Seed: seed, OnEvent: reports.Progress(&progress, true)})
 
 	run := &recordedRun{res: res, err: err, progress: progress.String(), reportDir: GinkgoT().TempDir(), clusters: rec.recorded()}
 	run.output = run.progress + "\n" + reports.Summary(res)

@@ -280,6 +280,33 @@ func TestNetworkAndProcessFaults(t *testing.T) {
 		eventually(t, 30*time.Second, func() error { return etcdHealthy(ctx, cp3, true) })
 	})
 
+	t.Run("pause-node: the node's API answers nothing until resumed", func(t *testing.T) {
+		heal := inject(t, ctx, c, chaos.PauseNode{Node: "cp3"})
+
+		callCtx, cancel := context.WithTimeout(ctx, time.Second)
+		_, err := cp3.Version(callCtx)
+		cancel()
+
+		if status.Code(err) != codes.DeadlineExceeded {
+			heal() //nolint:errcheck
+			t.Fatalf("Version on a paused node: %v, want a deadline exceeded", err)
+		}
+
+		if err := heal(); err != nil {
+			t.Fatal(err)
+		}
+
+		eventually(t, 30*time.Second, func() error {
+			callCtx, cancel := context.WithTimeout(ctx, time.Second)
+			defer cancel()
+
+			_, err := cp3.Version(callCtx)
+
+			return err
+		})
+		eventually(t, 30*time.Second, func() error { return etcdHealthy(ctx, cp3, true) })
+	})
+
 	t.Run("blackhole on the etcd client port swallows requests", func(t *testing.T) {
 		heal := inject(t, ctx, c, chaos.Blackhole{Node: "cp2", Port: "etcd-client"})
 

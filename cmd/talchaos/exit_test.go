@@ -157,7 +157,7 @@ func TestExitsAreClean(t *testing.T) {
 		// The first seed passes at once; every later run sleeps until stopped.
 		scenario := execScenario(t, fmt.Sprintf(`if [ -e %[1]s ]; then sleep 600 & echo "started $$ $!"; sleep 600; else touch %[1]s; fi`, flag))
 
-		hunt := startCLI(t, bin, tmp, "hunt", scenario, "--seeds", "1-3", "--report-dir", reports)
+		hunt := startCLI(t, bin, tmp, "hunt", scenario, "--seeds", "1-3", "--parallel", "1", "--report-dir", reports)
 		hunt.waitFor(t, regexp.MustCompile(`^seed 1\s+PASS`))
 		waitForGlob(t, filepath.Join(tmp, "talchaos-exec-*")) // seed 2's command runs
 

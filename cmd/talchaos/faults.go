@@ -13,12 +13,13 @@ import (
 	"github.com/talchaos/talchaos/harness/scenario"
 	"github.com/talchaos/talchaos/harness/target"
 	"github.com/talchaos/talchaos/sim"
+	"github.com/talchaos/talchaos/sim/container"
 )
 
 // targets are every target, for the listing (the real one without an
 // inventory: which nodes have a power provider is known only with one).
 func targets() []target.Target {
-	return []target.Target{sim.Target{}, &real.Target{}}
+	return []target.Target{sim.Target{}, container.Target{}, &real.Target{}}
 }
 
 func newFaultsCmd() *cobra.Command {

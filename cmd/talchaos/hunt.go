@@ -1,22 +1,33 @@
 package main
 
 import (
+	"cmp"
+	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/talchaos/talchaos/harness"
+	"github.com/talchaos/talchaos/harness/buildinfo"
 	"github.com/talchaos/talchaos/harness/result"
+	"github.com/talchaos/talchaos/harness/scenario"
+	"github.com/talchaos/talchaos/harness/target"
 	"github.com/talchaos/talchaos/reports"
+	"github.com/talchaos/talchaos/reports/stats"
 )
 
 type huntOptions struct {
 	runOptions
-	seeds string
+	seeds    string
+	parallel int
 }
 
 func newHuntCmd() *cobra.Command {
@@ -26,13 +37,16 @@ func newHuntCmd() *cobra.Command {
 		Use:   "hunt SCENARIO --seeds FROM-TO",
 		Short: "Run a scenario over many seeds and measure how often its expectations hold",
 		Long: `Run a scenario once per seed and report the rate at which its expectations held,
-with the seeds that failed (each one reproducible with 'talchaos run ... --seed N').
-Reports go to REPORT-DIR/seed-N. Exit code 0 when every seed passed, 1 otherwise.`,
+with its Wilson 95 % interval, the p50/p95 time to the outcome and the distinct
+outcomes (verdict and diagnoses) with their seeds, each reproducible with
+'talchaos run ... --seed N'. Writes REPORT-DIR/hunt.json, junit.xml (a test case
+per seed), summary.md and seed-N/. Exit code 0 when every seed passed, 1 otherwise.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return runHunt(cmd, args[0], opts) },
 	}
 
 	cmd.Flags().StringVar(&opts.seeds, "seeds", "1-10", "seeds to run: FROM-TO or a comma-separated list")
+	cmd.Flags().IntVar(&opts.parallel, "parallel", defaultParallel(), "seeds run at once (simulated nodes; each cluster has its own addresses)")
 	cmd.Flags().StringVar(&opts.target, "target", "sim", "where the nodes run: sim, container (one Docker container per node), or real (with --inventory)")
 	cmd.Flags().StringVar(&opts.inventory, "inventory", "", "inventory file of a real cluster (--target=real)")
 	cmd.Flags().BoolVar(&opts.allowDestructive, "allow-destructive", false, "permit destructive faults on real nodes")
@@ -80,6 +94,10 @@ func runHunt(cmd *cobra.Command, arg string, opts huntOptions) error {
 		return &exitError{code: exitInput, err: err}
 	}
 
+	if opts.parallel < 1 {
+		return &exitError{code: exitInput, err: fmt.Errorf("--parallel must be at least 1, not %d", opts.parallel)}
+	}
+
 	if err := reports.CheckDir(opts.reportDir); err != nil {
 		return &exitError{code: exitInput, err: fmt.Errorf("--report-dir: %w", err)}
 	}
@@ -94,60 +112,27 @@ func runHunt(cmd *cobra.Command, arg string, opts huntOptions) error {
 		return &exitError{code: exitInput, err: err}
 	}
 
-	reapLeftovers(cmd.ErrOrStderr())
-
-	var (
-		failed []string
-		stop   error // the interruption that ended the hunt
-	)
-
-	passed := 0
-
-	for _, seed := range seeds {
-		if err := cmd.Context().Err(); err != nil {
-			stop = interruptedRun(cmd.Context(), err)
-
-			break
-		}
-
-		res, err := harness.Run(cmd.Context(), sc, harness.Options{
-			Target: tgt, Seed: seed, AllowDestructive: opts.allowDestructive,
-			Replay: replayCommand(arg, opts.runOptions, seed),
-		})
-		if err != nil && harness.IsInputError(err) {
-			return &exitError{code: exitInput, err: err}
-		}
-
-		if ierr := interruptedRun(cmd.Context(), err); ierr != err { //nolint:errorlint // identity: was it replaced
-			stop = ierr
-			res.Error = ierr.Error()
-		}
-
-		dir := filepath.Join(opts.reportDir, fmt.Sprintf("seed-%d", seed))
-		if _, werr := reports.Write(dir, res); werr != nil {
-			return &exitError{code: exitHarness, err: werr}
-		}
-
-		line := fmt.Sprintf("seed %-4d %-5s %6.1fs", seed, strings.ToUpper(res.Verdict), float64(res.DurationMs)/1000)
-		if stop != nil {
-			// An interrupted seed is neither a pass nor a failure.
-			fmt.Fprintln(out, line+"  "+res.Error)
-
-			break
-		}
-
-		if res.Verdict == result.Pass {
-			passed++
-		} else {
-			failed = append(failed, strconv.FormatInt(seed, 10))
-			line += "  " + firstFailure(res)
-		}
-
-		fmt.Fprintln(out, line)
+	if tgt.Name() == "real" && opts.parallel > 1 {
+		return &exitError{code: exitInput, err: errors.New("--parallel is for simulated nodes: a real cluster runs one seed at a time")}
 	}
 
-	ran := passed + len(failed)
-	if ran == 0 {
+	reapLeftovers(cmd.ErrOrStderr())
+
+	if err := os.MkdirAll(opts.reportDir, 0o755); err != nil { //nolint:gosec // reports are meant to be read
+		return &exitError{code: exitHarness, err: err}
+	}
+
+	started := time.Now()
+	bar := newHuntProgress(out, len(seeds), isTerminal(out))
+
+	runs, stop, inputErr := huntSeeds(cmd.Context(), sc, tgt, seeds, arg, opts, bar)
+	if inputErr != nil {
+		return &exitError{code: exitInput, err: inputErr}
+	}
+
+	bar.done()
+
+	if len(runs) == 0 {
 		if stop == nil {
 			stop = errors.New("interrupted")
 		}
@@ -155,22 +140,157 @@ func runHunt(cmd *cobra.Command, arg string, opts huntOptions) error {
 		return &exitError{code: exitHarness, err: fmt.Errorf("%w before the first seed finished", stop)}
 	}
 
-	fmt.Fprintf(out, "\n%s: expectations held for %d of %d seeds (%.0f%%); reports in %s\n", sc.Name, passed, ran, 100*float64(passed)/float64(ran), opts.reportDir)
-
-	if len(failed) > 0 {
-		first, _ := strconv.ParseInt(failed[0], 10, 64) //nolint:errcheck // formatted from an int64 above
-		fmt.Fprintf(out, "failing seeds: %s\nreproduce: %s\n", strings.Join(failed, " "), replayCommand(arg, opts.runOptions, first))
+	statRuns := make([]stats.Run, len(runs))
+	for i, r := range runs {
+		statRuns[i] = r.Run
 	}
+
+	h := &reports.Hunt{
+		Scenario: sc.Name, Target: tgt.Name(), Started: started, WallMs: time.Since(started).Milliseconds(),
+		Parallel: opts.parallel, Tool: buildinfo.Read().String(), Summary: stats.Summarize(sc.Name, statRuns), Runs: runs,
+	}
+
+	if _, err := reports.WriteHunt(opts.reportDir, h); err != nil {
+		return &exitError{code: exitHarness, err: err}
+	}
+
+	sum := h.Summary
+	fmt.Fprintf(out, "\n%s: expectations held for %d of %d seeds (rate %.2f, 95%% interval %.2f-%.2f); time to the outcome p50 %s, p95 %s; %s wall at %d at a time\n",
+		sc.Name, sum.Passed, sum.Runs, sum.Rate, sum.Low, sum.High, msDuration(sum.P50Ms), msDuration(sum.P95Ms), msDuration(h.WallMs), opts.parallel)
+
+	for _, o := range sum.Outcomes {
+		fmt.Fprintf(out, "  %-40s %3d seed(s)  replay: %s\n", o.Key(), len(o.Seeds), o.Replay)
+	}
+
+	fmt.Fprintf(out, "reports in %s (hunt.json, junit.xml, summary.md, seed-N/)\n", opts.reportDir)
 
 	if stop != nil {
 		return &exitError{code: exitHarness, err: stop}
 	}
 
-	if len(failed) > 0 {
+	if sum.Passed < sum.Runs {
 		return &exitError{code: exitFail}
 	}
 
 	return nil
+}
+
+// huntSeeds runs the seeds, opts.parallel at a time, each into its own report
+// directory, and returns the finished ones in seed order. A signal stops the
+// hunt: runs in flight end as interrupted and are not counted.
+func huntSeeds(ctx context.Context, sc *scenario.Scenario, tgt target.Target, seeds []int64, arg string, opts huntOptions, bar *huntProgress) ([]reports.HuntRun, error, error) {
+	var (
+		mu       sync.Mutex
+		runs     []reports.HuntRun
+		stop     error
+		inputErr error
+		next     int
+	)
+
+	var wg sync.WaitGroup
+
+	for range min(opts.parallel, len(seeds)) {
+		wg.Add(1)
+
+		go func() {
+			defer wg.Done()
+
+			for {
+				mu.Lock()
+				if next >= len(seeds) || stop != nil || inputErr != nil || ctx.Err() != nil {
+					if stop == nil && ctx.Err() != nil {
+						stop = interruptedRun(ctx, ctx.Err())
+					}
+					mu.Unlock()
+
+					return
+				}
+
+				seed := seeds[next]
+				next++
+				mu.Unlock()
+
+				replay := replayCommand(arg, opts.runOptions, seed)
+
+				res, err := harness.Run(ctx, sc, harness.Options{
+					Target: tgt, Seed: seed, AllowDestructive: opts.allowDestructive, Replay: replay,
+				})
+				if err != nil && harness.IsInputError(err) {
+					mu.Lock()
+					inputErr = err
+					mu.Unlock()
+
+					return
+				}
+
+				interrupted := false
+				if ierr := interruptedRun(ctx, err); ierr != err { //nolint:errorlint // identity: was it replaced
+					interrupted = true
+					res.Error = ierr.Error()
+
+					mu.Lock()
+					if stop == nil {
+						stop = ierr
+					}
+					mu.Unlock()
+				}
+
+				rel := fmt.Sprintf("seed-%d", seed)
+				if _, werr := reports.Write(filepath.Join(opts.reportDir, rel), res); werr != nil {
+					mu.Lock()
+					if stop == nil {
+						stop = werr
+					}
+					mu.Unlock()
+
+					return
+				}
+
+				run := reports.HuntRun{Run: stats.Run{
+					Seed: seed, Verdict: huntVerdict(res), Diagnoses: diagnosisCodes(res), DurationMs: res.DurationMs, Replay: replay,
+				}, Report: rel, Failure: firstFailure(res)}
+
+				// An interrupted seed is neither a pass nor a failure.
+				bar.finished(run, interrupted)
+
+				if !interrupted {
+					mu.Lock()
+					runs = append(runs, run)
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+
+	wg.Wait()
+
+	slices.SortFunc(runs, func(a, b reports.HuntRun) int { return cmp.Compare(a.Seed, b.Seed) })
+
+	return runs, stop, inputErr
+}
+
+func huntVerdict(res *result.Result) string {
+	switch {
+	case res.Verdict == result.Pass:
+		return stats.Pass
+	case res.Error != "":
+		return stats.Error
+	}
+
+	return stats.Fail
+}
+
+func diagnosisCodes(res *result.Result) []string {
+	var out []string
+	for _, d := range res.Diagnoses {
+		out = append(out, d.Code)
+	}
+
+	return out
+}
+
+func msDuration(v int64) time.Duration {
+	return (time.Duration(v) * time.Millisecond).Round(100 * time.Millisecond)
 }
 
 func firstFailure(res *result.Result) string {

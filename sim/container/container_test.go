@@ -374,3 +374,66 @@ func TestKilledRunIsReaped(t *testing.T) {
 		t.Errorf("after Reap: %v", left)
 	}
 }
+
+// The kernel drops cp3's packets to and from cp1 and cp2 for a minute (two
+// partitions), then cp3 is disconnected from the network for a minute: its
+// etcd loses the leader while cut off, nothing reaches it while isolated,
+// and the cluster is whole again after each.
+const cutOff = `apiVersion: talchaos/v1
+kind: Scenario
+name: cut-off
+talos: v1.12
+timeScale: 30
+cluster:
+  controlPlanes: 3
+orchestrator:
+  name: resilient
+faults:
+  - {name: cut-1-3, kind: partition, nodes: [cp1, cp3], when: {node: cp3, state: voter, after: 30s}, for: 1m}
+  - {name: cut-2-3, kind: partition, nodes: [cp2, cp3], when: {node: cp3, state: voter, after: 30s}, for: 1m}
+  - {name: isolate-3, kind: isolate, node: cp3, when: {node: cp3, state: voter, after: 3m}, for: 1m}
+expect:
+  within: 20m
+  converged: true
+  voters: 3
+`
+
+func TestPartitionAndIsolate(t *testing.T) {
+	d := docker(t)
+
+	res := runOn(t, d, parse(t, "cut-off.yaml", []byte(cutOff)))
+	if res.Verdict != result.Pass {
+		t.Fatalf("did not converge: %+v\n%v", res.Checks, diagnosisCodes(res))
+	}
+
+	active := map[string]bool{}
+
+	var leaderless, down bool
+
+	for _, e := range res.History.Entries {
+		if f := e.Fault; f != nil {
+			active[f.Name] = f.Phase == history.FaultStarted
+		}
+
+		o := e.Observed
+		if o == nil || o.Name != "cp3" {
+			continue
+		}
+
+		if active["cut-1-3"] && active["cut-2-3"] && o.Status != nil && o.Status.Leader == 0 {
+			leaderless = true
+		}
+
+		if active["isolate-3"] && o.Mode == history.ModeDown {
+			down = true
+		}
+	}
+
+	if !leaderless {
+		t.Error("cp3's etcd never lost its leader while the kernel dropped its packets to cp1 and cp2")
+	}
+
+	if !down {
+		t.Error("cp3 was never seen down while disconnected from the network")
+	}
+}

@@ -1,0 +1,157 @@
+package reports
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/talchaos/talchaos/reports/stats"
+)
+
+// HuntSchema names the format of hunt.json.
+const HuntSchema = "talchaos.hunt/v1"
+
+// Hunt is one scenario run over many seeds: what `talchaos hunt` writes.
+type Hunt struct {
+	Schema   string    `json:"schema"`
+	Scenario string    `json:"scenario"`
+	Target   string    `json:"target"`
+	Started  time.Time `json:"started"`
+	WallMs   int64     `json:"wallMs"`
+	Parallel int       `json:"parallel"`
+	Tool     string    `json:"tool,omitempty"`
+	// Summary is the reproduction rate with its Wilson 95 % interval, the
+	// p50/p95 time to the outcome and the distinct outcomes.
+	Summary stats.Summary `json:"summary"`
+	// Runs are the seeds in order, each with its report directory.
+	Runs []HuntRun `json:"runs"`
+}
+
+// HuntRun is one seed of a hunt.
+type HuntRun struct {
+	stats.Run
+
+	Report  string `json:"report"`            // the seed's report directory, relative to the hunt's
+	Failure string `json:"failure,omitempty"` // the first failed check or the run's error
+}
+
+// Hunt files.
+const (
+	HuntJSONFile    = "hunt.json"
+	HuntSummaryFile = "summary.md"
+)
+
+// WriteHunt writes hunt.json, junit.xml (a test case per seed) and summary.md
+// into dir, next to the seeds' report directories.
+func WriteHunt(dir string, h *Hunt) ([]string, error) {
+	h.Schema = HuntSchema
+
+	data, err := json.MarshalIndent(h, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+
+	junit, err := marshalHuntJUnit(h)
+	if err != nil {
+		return nil, err
+	}
+
+	files := []struct {
+		name string
+		data []byte
+	}{{HuntJSONFile, append(data, '\n')}, {JUnitFile, junit}, {HuntSummaryFile, []byte(HuntSummary(h))}}
+
+	paths := make([]string, 0, len(files))
+
+	for _, f := range files {
+		p := filepath.Join(dir, f.name)
+		if err := os.WriteFile(p, f.data, 0o644); err != nil { //nolint:gosec // reports are meant to be read
+			return paths, err
+		}
+
+		paths = append(paths, p)
+	}
+
+	return paths, nil
+}
+
+func marshalHuntJUnit(h *Hunt) ([]byte, error) {
+	suite := junitTestSuite{
+		Name:      "talchaos hunt " + h.Scenario,
+		Tests:     len(h.Runs),
+		Time:      fmt.Sprintf("%.3f", float64(h.WallMs)/1000),
+		Timestamp: h.Started.UTC().Format("2006-01-02T15:04:05"),
+		Properties: []junitProperty{
+			{Name: "target", Value: h.Target}, {Name: "parallel", Value: fmt.Sprint(h.Parallel)},
+			{Name: "rate", Value: fmt.Sprintf("%.4f", h.Summary.Rate)},
+			{Name: "rate-95-interval", Value: fmt.Sprintf("%.4f-%.4f", h.Summary.Low, h.Summary.High)},
+			{Name: "tool", Value: h.Tool},
+		},
+	}
+
+	for _, r := range h.Runs {
+		c := junitTestCase{
+			Classname: "talchaos.hunt." + h.Scenario,
+			Name:      fmt.Sprintf("seed %d", r.Seed),
+			Time:      fmt.Sprintf("%.3f", float64(r.DurationMs)/1000),
+			SystemOut: &junitText{Text: "report: " + r.Report + "\nreplay: " + r.Replay + "\n"},
+		}
+
+		msg := xmlSafe(firstLine(r.Failure))
+
+		switch r.Verdict {
+		case stats.Pass:
+		case stats.Error:
+			suite.Errors++
+			c.Error = &junitProblem{Message: msg, Body: xmlSafe(r.Failure)}
+		default:
+			suite.Failures++
+			c.Failure = &junitProblem{Message: msg, Body: xmlSafe(r.Failure + "\ndiagnoses: " + strings.Join(r.Diagnoses, ", "))}
+		}
+
+		suite.Cases = append(suite.Cases, c)
+	}
+
+	out, err := xml.MarshalIndent(junitTestSuites{Suites: []junitTestSuite{suite}}, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+
+	return append([]byte(xml.Header), append(out, '\n')...), nil
+}
+
+// HuntSummary is the hunt as Markdown, ready for $GITHUB_STEP_SUMMARY.
+func HuntSummary(h *Hunt) string {
+	s := h.Summary
+
+	var b strings.Builder
+
+	fmt.Fprintf(&b, "## talchaos hunt `%s` on %s\n\n", h.Scenario, h.Target)
+	fmt.Fprintf(&b, "Expectations held for **%d of %d** seeds: rate %.2f, Wilson 95 %% interval %.2f–%.2f. "+
+		"Time to the outcome p50 %s, p95 %s. %d at a time, %s wall.\n\n",
+		s.Passed, s.Runs, s.Rate, s.Low, s.High, ms(s.P50Ms), ms(s.P95Ms), h.Parallel, ms(h.WallMs))
+
+	b.WriteString("| outcome | seeds | count | replay |\n|---|---|---|---|\n")
+
+	for _, o := range s.Outcomes {
+		seeds := make([]string, len(o.Seeds))
+		for i, sd := range o.Seeds {
+			seeds[i] = fmt.Sprint(sd)
+		}
+
+		fmt.Fprintf(&b, "| %s | %s | %d | `%s` |\n", mdCell(o.Key()), strings.Join(seeds, " "), len(o.Seeds), mdCell(o.Replay))
+	}
+
+	return b.String()
+}
+
+func ms(v int64) string { return (time.Duration(v) * time.Millisecond).Round(100 * time.Millisecond).String() }
+
+// mdCell keeps a table cell on one line and its pipes literal.
+func mdCell(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "\n", " "), "|", `\|`)
+}

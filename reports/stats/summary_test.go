@@ -1,0 +1,82 @@
+package stats
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestOutcomeKey(t *testing.T) {
+	tests := []struct {
+		o    Outcome
+		want string
+	}{
+		{Outcome{Verdict: Pass}, "pass"},
+		{Outcome{Verdict: Fail}, "fail"},
+		{Outcome{Verdict: Fail, Diagnoses: []string{"b", "a", "b"}}, "fail: a, b"},
+		{Outcome{Verdict: Error, Diagnoses: []string{"no-target"}}, "error: no-target"},
+	}
+	for _, tt := range tests {
+		if got := tt.o.Key(); got != tt.want {
+			t.Errorf("%+v.Key() = %q, want %q", tt.o, got, tt.want)
+		}
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	diags := []string{"kubelet-timeout", "etcd-quorum", "kubelet-timeout"}
+	runs := []Run{
+		{Seed: 9, Verdict: Fail, Diagnoses: []string{"etcd-quorum"}, DurationMs: 9000, Replay: "replay 9"},
+		{Seed: 3, Verdict: Pass, DurationMs: 3000, Replay: "replay 3"},
+		{Seed: 7, Verdict: Fail, Diagnoses: diags, DurationMs: 7000, Replay: "replay 7"},
+		{Seed: 1, Verdict: Pass, DurationMs: 1000, Replay: "replay 1"},
+		{Seed: 5, Verdict: Fail, Diagnoses: []string{"etcd-quorum", "kubelet-timeout"}, DurationMs: 5000, Replay: "replay 5"},
+		{Seed: 2, Verdict: Pass, DurationMs: 2000, Replay: "replay 2"},
+		{Seed: 4, Verdict: Error, DurationMs: 4000, Replay: "replay 4"},
+		{Seed: 8, Verdict: Fail, Diagnoses: []string{"etcd-quorum"}, DurationMs: 8000, Replay: "replay 8"},
+		{Seed: 6, Verdict: Pass, DurationMs: 6000, Replay: "replay 6"},
+		{Seed: 10, Verdict: Error, DurationMs: 10000, Replay: "replay 10"},
+	}
+
+	got := Summarize("boot", runs)
+
+	lo, hi := Wilson(4, 10)
+	want := Summary{
+		Scenario: "boot", Runs: 10, Passed: 4, Rate: 0.4, Low: lo, High: hi,
+		P50Ms: 5000, P95Ms: 10000,
+		Outcomes: []Outcome{
+			{Verdict: Pass, Seeds: []int64{1, 2, 3, 6}, Replay: "replay 1"},
+			// Two outcomes of two runs each: ordered by key.
+			{Verdict: Error, Seeds: []int64{4, 10}, Replay: "replay 4"},
+			{Verdict: Fail, Diagnoses: []string{"etcd-quorum"}, Seeds: []int64{8, 9}, Replay: "replay 8"},
+			// Same codes in another order, duplicated: one outcome.
+			{Verdict: Fail, Diagnoses: []string{"etcd-quorum", "kubelet-timeout"}, Seeds: []int64{5, 7}, Replay: "replay 5"},
+		},
+	}
+
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("Summarize:\n got  %+v\n want %+v", got, want)
+	}
+
+	if !reflect.DeepEqual(diags, []string{"kubelet-timeout", "etcd-quorum", "kubelet-timeout"}) {
+		t.Errorf("Summarize modified a run's diagnoses: %v", diags)
+	}
+}
+
+func TestSummarizeEmpty(t *testing.T) {
+	got := Summarize("idle", nil)
+	if got.Runs != 0 || got.Passed != 0 || got.Rate != 0 || got.Low != 0 || got.High != 1 || got.P50Ms != 0 {
+		t.Errorf("Summarize(nil) = %+v", got)
+	}
+
+	// An empty sample still marshals outcomes as a list, not null.
+	data, err := json.Marshal(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if !strings.Contains(string(data), `"outcomes":[]`) {
+		t.Errorf("empty summary JSON = %s, want \"outcomes\":[]", data)
+	}
+}
