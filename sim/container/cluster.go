@@ -7,6 +7,7 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -186,7 +187,7 @@ func (c *Cluster) buildImage(ctx context.Context, bin string) error {
 		Tag:            c.runID,
 		KeepImage:      true,
 		BuildOptionsModifier: func(o *client.ImageBuildOptions) {
-			o.Labels = c.labels
+			o.Labels = maps.Clone(c.labels)
 			o.Remove, o.ForceRemove = true, true
 		},
 	}}
@@ -208,7 +209,7 @@ func (c *Cluster) createNetwork(ctx context.Context) (netip.Prefix, error) {
 		prefix := netip.MustParsePrefix(fmt.Sprintf("10.213.%d.0/24", (start+i)%256))
 
 		nw, err := tcnetwork.New(ctx,
-			tcnetwork.WithLabels(c.labels),
+			tcnetwork.WithLabels(maps.Clone(c.labels)),
 			tcnetwork.WithIPAM(&network.IPAM{Driver: "default", Config: []network.IPAMConfig{{Subnet: prefix, Gateway: prefix.Addr().Next()}}}),
 		)
 		if err == nil {
@@ -282,7 +283,7 @@ func (c *Cluster) startNodes(ctx context.Context, seed int64, names []string, ip
 				Image:  c.image,
 				Name:   fmt.Sprintf("talchaos-%s-%s", c.runID, name),
 				Cmd:    append([]string{"--name", name}, args...),
-				Labels: c.labels,
+				Labels: maps.Clone(c.labels), // testcontainers adds its own to the map
 				Files: []testcontainers.ContainerFile{
 					{Reader: bytes.NewReader(scData), ContainerFilePath: "/scenario.yaml", FileMode: 0o600},
 					{Reader: bytes.NewReader(bundle), ContainerFilePath: "/secrets.yaml", FileMode: 0o600},
