@@ -113,7 +113,15 @@ func (s *Server) Mode() string {
 // restarts it, dropping every open connection, as the switch from the
 // maintenance service to apid does on a real node.
 func (s *Server) Start() error {
-	s.Stop()
+	if s.Mode() == "maintenance" {
+		// Leaving maintenance: Talos stops the maintenance service with
+		// ServerGracefulStop and a 5 s deadline (internal/app/machined/pkg/
+		// controllers/runtime/maintenance_service.go, v1.12.6), so the reply
+		// to the ApplyConfiguration that ended it still goes out.
+		s.stop(maintenanceGrace)
+	} else {
+		s.Stop()
+	}
 
 	cfg := s.opts.Backend.Config()
 
@@ -177,8 +185,17 @@ func (s *Server) Start() error {
 	return nil
 }
 
+// maintenanceGrace bounds the graceful stop of the maintenance service in
+// wall time: Talos's 5 s, which no call the engine or a client makes in
+// maintenance mode comes near (a stream left open would hold it that long).
+const maintenanceGrace = 5 * time.Second
+
 // Stop closes the listener and every connection (the node is down or switching).
-func (s *Server) Stop() {
+func (s *Server) Stop() { s.stop(0) }
+
+// stop closes the listener; with a grace period in-flight calls finish first
+// (at most grace), then every connection is closed.
+func (s *Server) stop(grace time.Duration) {
 	s.mu.Lock()
 	srv, done := s.grpc, s.done
 	s.grpc, s.lis, s.done, s.mode = nil, nil, nil, ""
@@ -186,6 +203,21 @@ func (s *Server) Stop() {
 
 	if srv == nil {
 		return
+	}
+
+	if grace > 0 {
+		stopped := make(chan struct{})
+
+		go func() {
+			defer close(stopped)
+
+			srv.GracefulStop()
+		}()
+
+		select {
+		case <-stopped:
+		case <-time.After(grace):
+		}
 	}
 
 	srv.Stop()

@@ -63,9 +63,11 @@ type Cluster struct {
 	docker *testcontainers.DockerClient
 	image  string
 	net    *testcontainers.DockerNetwork
-	disco  *http.Server
-	cfgs   *sim.Configs
-	nodes  []*node
+	// gateway is the host's address on the network.
+	gateway string
+	disco   *http.Server
+	cfgs    *sim.Configs
+	nodes   []*node
 
 	ctx    context.Context //nolint:containedctx // lifetime of the cluster's background starts
 	cancel context.CancelFunc
@@ -120,6 +122,7 @@ func newCluster(ctx context.Context, sc *scenario.Scenario, opts target.Options,
 	}
 
 	gateway := prefix.Addr().Next()
+	c.gateway = gateway.String()
 	names := sc.Cluster.NodeNames()
 	ips := map[string]string{}
 	addr := gateway

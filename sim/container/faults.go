@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
 	tcexec "github.com/testcontainers/testcontainers-go/exec"
 
@@ -134,34 +133,55 @@ func (c *Cluster) Partition(ctx context.Context, a, b []string) (target.Heal, er
 	return func() error { return c.cut(c.ctx, na, nb, -1) }, nil
 }
 
-// Isolate implements target.Partitioner: the node's container is disconnected
-// from the network (its interface is gone: no node and not the engine reach
-// it), and connected again with its address when healed.
+// Isolate implements target.Partitioner: the kernel drops every packet
+// between the node and every other node and the host (the engine, the
+// discovery registry), both ways; healed, the rules go. (docker network
+// disconnect would remove the interface, and the node's listeners bound to
+// its address do not survive that, while a real node cut off keeps its
+// address and its sockets.)
 func (c *Cluster) Isolate(ctx context.Context, name string) (target.Heal, error) {
 	n, err := c.node(name)
 	if err != nil {
 		return nil, err
 	}
 
-	id := n.ctr.GetContainerID()
+	var others []*node
 
-	if _, err := c.docker.NetworkDisconnect(ctx, c.net.ID, client.NetworkDisconnectOptions{Container: id, Force: true}); err != nil {
-		return nil, fmt.Errorf("disconnecting %s: %w", name, err)
+	for _, o := range c.nodes {
+		if o != n {
+			others = append(others, o)
+		}
 	}
 
-	return func() error {
-		addr, err := parseAddr(n.ip)
-		if err != nil {
-			return err
-		}
+	isolate := func(ctx context.Context, delta int) error {
+		c.addDrop(n, c.gateway, delta)
 
-		_, err = c.docker.NetworkConnect(c.ctx, c.net.ID, client.NetworkConnectOptions{
-			Container:      id,
-			EndpointConfig: &network.EndpointSettings{IPAMConfig: &network.EndpointIPAMConfig{IPv4Address: addr}},
-		})
+		return c.cut(ctx, []*node{n}, others, delta)
+	}
 
-		return err
-	}, nil
+	if err := isolate(ctx, 1); err != nil {
+		isolate(ctx, -1) //nolint:errcheck
+
+		return nil, err
+	}
+
+	return func() error { return isolate(c.ctx, -1) }, nil
+}
+
+// addDrop counts one more (delta 1) or one less (-1) cut of addr in n.
+func (c *Cluster) addDrop(n *node, addr string, delta int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+
+	m := c.dropped[n.name]
+	if m == nil {
+		m = map[string]int{}
+		c.dropped[n.name] = m
+	}
+
+	if m[addr] += delta; m[addr] <= 0 {
+		delete(m, addr)
+	}
 }
 
 // cut adds (delta 1) or removes (delta -1) one cut between every node of a and
@@ -169,25 +189,14 @@ func (c *Cluster) Isolate(ctx context.Context, name string) (target.Heal, error)
 func (c *Cluster) cut(ctx context.Context, a, b []*node, delta int) error {
 	touched := map[*node]bool{}
 
-	c.mu.Lock()
 	for _, x := range a {
 		for _, y := range b {
 			for _, p := range [][2]*node{{x, y}, {y, x}} {
-				m := c.dropped[p[0].name]
-				if m == nil {
-					m = map[string]int{}
-					c.dropped[p[0].name] = m
-				}
-
-				if m[p[1].ip] += delta; m[p[1].ip] <= 0 {
-					delete(m, p[1].ip)
-				}
-
+				c.addDrop(p[0], p[1].ip, delta)
 				touched[p[0]] = true
 			}
 		}
 	}
-	c.mu.Unlock()
 
 	var first error
 

@@ -3,7 +3,6 @@ package container
 import (
 	"context"
 	"errors"
-	"net/netip"
 	"os"
 	"strconv"
 	"syscall"
@@ -11,8 +10,6 @@ import (
 	"github.com/moby/moby/client"
 	"github.com/testcontainers/testcontainers-go"
 )
-
-func parseAddr(s string) (netip.Addr, error) { return netip.ParseAddr(s) }
 
 // Reap removes the containers, networks and images of talchaos runs whose
 // process is gone (killed before it could clean up), found by their labels:

@@ -4,8 +4,8 @@
 // network, run with testcontainers-go. Its faults are real: a reboot is a
 // SIGKILL of the container and a start (etcd replays its WAL from disk), a
 // power-off a SIGKILL until healed, pause-node the cgroup freezer (docker
-// pause), isolate a disconnect from the network, a partition nftables rules
-// inside the two sides' network namespaces that drop every packet both ways.
+// pause); a partition and an isolation are nftables rules inside the nodes'
+// network namespaces that drop every packet both ways.
 //
 // testcontainers' reaper (Ryuk) is an image that cannot be pulled here, so it
 // is disabled; every container, network and image carries the run's labels,
