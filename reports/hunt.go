@@ -149,7 +149,9 @@ func HuntSummary(h *Hunt) string {
 	return b.String()
 }
 
-func ms(v int64) string { return (time.Duration(v) * time.Millisecond).Round(100 * time.Millisecond).String() }
+func ms(v int64) string {
+	return (time.Duration(v) * time.Millisecond).Round(100 * time.Millisecond).String()
+}
 
 // mdCell keeps a table cell on one line and its pipes literal.
 func mdCell(s string) string {
