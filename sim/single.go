@@ -38,6 +38,9 @@ type NodeSpec struct {
 	Discovery string
 	// Log, when set, receives machined's log lines as they are written.
 	Log io.Writer
+	// Scale, when set, is the time scale instead of the sim's for the
+	// scenario (the container target runs slower).
+	Scale float64
 }
 
 // stateFile is where a node process keeps the config its next boot starts
@@ -63,8 +66,13 @@ func NewNodeProcess(ctx context.Context, spec NodeSpec) (_ *Cluster, err error) 
 		return nil, err
 	}
 
+	scale := Scale(sc)
+	if spec.Scale > 0 {
+		scale = spec.Scale
+	}
+
 	c := &Cluster{
-		sc: sc, profile: profile, scale: Scale(sc), seed: spec.Seed, configs: map[string][]byte{},
+		sc: sc, profile: profile, scale: scale, seed: spec.Seed, configs: map[string][]byte{},
 		dir: spec.Dir, keepDir: true, bundle: spec.Bundle, peers: spec.Nodes, single: true,
 		discovery: &discoveryClient{base: spec.Discovery},
 	}

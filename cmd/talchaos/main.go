@@ -206,7 +206,7 @@ func newRoot() *cobra.Command {
 	}
 
 	root.SetVersionTemplate("{{.Version}}\n")
-	root.AddCommand(newRunCmd(), newListCmd(), newShowCmd(), newFaultsCmd(), newUpCmd(), newDoctorCmd(), newReportCmd(), newReplayCmd(), newHuntCmd(), newNodeCmd(), newNodeNetCmd(),
+	root.AddCommand(newRunCmd(), newListCmd(), newShowCmd(), newFaultsCmd(), newUpCmd(), newDoctorCmd(), newReportCmd(), newReplayCmd(), newHuntCmd(), newNightlyCmd(), newNodeCmd(), newNodeNetCmd(),
 		&cobra.Command{
 			Use:   "version",
 			Short: "Print talchaos's version and the VCS revision it was built from",

@@ -77,6 +77,7 @@ func newNodeCmd() *cobra.Command {
 	f.StringVar(&spec.Discovery, "discovery", "", "base URL of the cluster's discovery registry")
 	f.StringVar(&spec.Dir, "dir", "/var/lib/talchaos", "directory for the node's config, etcd data and PKI; kept across restarts")
 	f.Int64Var(&spec.Seed, "seed", 1, "the run's seed")
+	f.Float64Var(&spec.Scale, "time-scale", 0, "time scale of the node's Talos timers (default: the sim's for the scenario)")
 
 	for _, req := range []string{"name", "scenario", "secrets", "node", "discovery"} {
 		cobra.CheckErr(cmd.MarkFlagRequired(req))

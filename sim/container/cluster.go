@@ -89,7 +89,7 @@ func newCluster(ctx context.Context, sc *scenario.Scenario, opts target.Options,
 	host, _ := os.Hostname() //nolint:errcheck // an empty name still labels
 
 	c := &Cluster{
-		sc: sc, scale: sim.Scale(sc), profile: profile,
+		sc: sc, scale: Target{}.TimeScale(sc), profile: profile,
 		runID:   fmt.Sprintf("%d-%d", os.Getpid(), rand.Uint32()), //nolint:gosec // a name, not a secret
 		dropped: map[string]map[string]int{},
 	}
@@ -262,7 +262,8 @@ func (c *Cluster) startNodes(ctx context.Context, seed int64, names []string, ip
 		return err
 	}
 
-	args := []string{"--scenario", "/scenario.yaml", "--secrets", "/secrets.yaml", "--discovery", discovery, "--seed", strconv.FormatInt(seed, 10)}
+	args := []string{"--scenario", "/scenario.yaml", "--secrets", "/secrets.yaml", "--discovery", discovery, "--seed", strconv.FormatInt(seed, 10),
+		"--time-scale", strconv.FormatFloat(c.scale, 'g', -1, 64)}
 	for _, name := range names {
 		args = append(args, "--node", name+"="+ips[name])
 	}

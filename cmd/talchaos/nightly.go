@@ -1,0 +1,308 @@
+package main
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"html"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/talchaos/talchaos/harness/buildinfo"
+	"github.com/talchaos/talchaos/reports"
+	"github.com/talchaos/talchaos/reports/stats"
+	"github.com/talchaos/talchaos/scenarios"
+)
+
+// nightlyAlpha is the significance level of the regression test.
+const nightlyAlpha = 0.01
+
+// Files nightly writes next to the scenarios' hunts.
+const (
+	ledgerFile = "ledger.json"
+	indexFile  = "index.html"
+)
+
+type nightlyOptions struct {
+	huntOptions
+	baseline string
+	compare  string
+	only     []string
+}
+
+func newNightlyCmd() *cobra.Command {
+	opts := nightlyOptions{}
+
+	cmd := &cobra.Command{
+		Use:   "nightly [--seeds A-B] [--parallel P] [--baseline FILE] [--out DIR]",
+		Short: "Run the catalogue over seeds, compare with the previous night's ledger, exit 1 on a significant regression",
+		Long: `nightly runs every built-in scenario (or those named with --scenario) once per seed,
+writes per scenario its hunt (OUT/NAME: hunt.json, seed-N/), and over all of them
+ledger.json (pass rate with its Wilson 95 % interval, p50/p95 time to the outcome and
+the outcomes per scenario), junit.xml (a test suite per scenario, a test case per
+seed), summary.md (ready for $GITHUB_STEP_SUMMARY) and index.html linking every
+run's report.html.
+
+With --baseline (the previous night's ledger.json) each scenario's pass count is
+compared with a one-sided Fisher exact test at alpha = 0.01: exit code 1 when a
+scenario passes significantly less often (regression, with its p-value); significant
+improvements are printed too. --compare FILE compares a ledger already written
+instead of running anything.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runNightly(cmd, opts) },
+	}
+
+	f := cmd.Flags()
+	f.StringVar(&opts.seeds, "seeds", "1-3", "seeds to run each scenario with: FROM-TO or a comma-separated list")
+	f.IntVar(&opts.parallel, "parallel", defaultParallel(), "seeds run at once")
+	f.StringVar(&opts.reportDir, "out", "talchaos-nightly", "directory for everything nightly writes")
+	f.StringVar(&opts.baseline, "baseline", "", "the previous night's ledger.json to compare with")
+	f.StringVar(&opts.compare, "compare", "", "compare this ledger.json with --baseline instead of running")
+	f.StringSliceVar(&opts.only, "scenario", nil, "run only these built-in scenarios (repeat or comma-separate)")
+
+	opts.target = "sim"
+
+	return cmd
+}
+
+func runNightly(cmd *cobra.Command, opts nightlyOptions) error {
+	out := cmd.OutOrStdout()
+
+	var baseline *stats.Ledger
+
+	if opts.baseline != "" {
+		b, err := stats.ReadLedger(opts.baseline)
+		if err != nil {
+			return &exitError{code: exitInput, err: err}
+		}
+
+		baseline = b
+	}
+
+	if opts.compare != "" {
+		if baseline == nil {
+			return &exitError{code: exitInput, err: errors.New("--compare needs --baseline")}
+		}
+
+		current, err := stats.ReadLedger(opts.compare)
+		if err != nil {
+			return &exitError{code: exitInput, err: err}
+		}
+
+		return verdictOf(out, stats.Compare(baseline, current, nightlyAlpha))
+	}
+
+	names := scenarios.Names()
+	if len(opts.only) > 0 {
+		for _, n := range opts.only {
+			if !slices.Contains(names, n) {
+				return &exitError{code: exitInput, err: fmt.Errorf("--scenario %q: no such built-in scenario (talchaos list)", n)}
+			}
+		}
+
+		names = opts.only
+	}
+
+	if err := reports.CheckDir(opts.reportDir); err != nil {
+		return &exitError{code: exitInput, err: fmt.Errorf("--out: %w", err)}
+	}
+
+	ledger := &stats.Ledger{Created: time.Now().UTC(), Tool: buildinfo.Read().String()}
+
+	var hunts []*reports.Hunt
+
+	for _, name := range names {
+		fmt.Fprintf(out, "== %s\n", name)
+
+		h, err := nightlyHunt(cmd, name, opts)
+		if err != nil {
+			return err
+		}
+
+		hunts = append(hunts, h)
+		ledger.Scenarios = append(ledger.Scenarios, h.Summary)
+	}
+
+	slices.SortFunc(ledger.Scenarios, func(a, b stats.Summary) int { return strings.Compare(a.Scenario, b.Scenario) })
+
+	if err := ledger.Write(filepath.Join(opts.reportDir, ledgerFile)); err != nil {
+		return &exitError{code: exitHarness, err: err}
+	}
+
+	changes := stats.Compare(baseline, ledger, nightlyAlpha)
+
+	if err := writeNightlyFiles(opts.reportDir, hunts, changes, baseline != nil); err != nil {
+		return &exitError{code: exitHarness, err: err}
+	}
+
+	fmt.Fprintf(out, "\nnightly: %d scenario(s) x %d seed(s); ledger, junit.xml, summary.md and index.html in %s\n",
+		len(hunts), len(hunts[0].Runs), opts.reportDir)
+
+	if baseline == nil {
+		fmt.Fprintln(out, "no --baseline: nothing to compare with")
+
+		return nil
+	}
+
+	return verdictOf(out, changes)
+}
+
+// nightlyHunt hunts one built-in into OUT/NAME.
+func nightlyHunt(cmd *cobra.Command, name string, opts nightlyOptions) (*reports.Hunt, error) {
+	sub := opts.huntOptions
+	sub.reportDir = filepath.Join(opts.reportDir, name)
+
+	err := runHunt(cmd, name, sub)
+
+	var ee *exitError
+	if err != nil && (!errors.As(err, &ee) || ee.code != exitFail) {
+		return nil, err
+	}
+
+	data, rerr := os.ReadFile(filepath.Join(sub.reportDir, reports.HuntJSONFile))
+	if rerr != nil {
+		return nil, &exitError{code: exitHarness, err: rerr}
+	}
+
+	var h reports.Hunt
+	if rerr := jsonUnmarshal(data, &h); rerr != nil {
+		return nil, &exitError{code: exitHarness, err: rerr}
+	}
+
+	return &h, nil
+}
+
+// verdictOf prints the comparison and says how nightly exits: 1 when a
+// scenario regressed significantly.
+func verdictOf(out io.Writer, changes []stats.Change) error {
+	var regressed []string
+
+	for _, c := range changes {
+		switch {
+		case c.Regression:
+			regressed = append(regressed, c.Scenario)
+			fmt.Fprintf(out, "REGRESSION  %s: %d/%d -> %d/%d (one-sided Fisher exact test, p = %.3g < %g)\n",
+				c.Scenario, c.Before.Passed, c.Before.Runs, c.After.Passed, c.After.Runs, c.P, nightlyAlpha)
+		case c.Improvement:
+			fmt.Fprintf(out, "improvement %s: %d/%d -> %d/%d (p = %.3g)\n", c.Scenario, c.Before.Passed, c.Before.Runs, c.After.Passed, c.After.Runs, c.P)
+		}
+	}
+
+	if len(regressed) > 0 {
+		return &exitError{code: exitFail, err: fmt.Errorf("significant regression in %s", strings.Join(regressed, ", "))}
+	}
+
+	fmt.Fprintln(out, "no significant regression (one-sided Fisher exact test, alpha 0.01)")
+
+	return nil
+}
+
+func writeNightlyFiles(dir string, hunts []*reports.Hunt, changes []stats.Change, compared bool) error {
+	byName := map[string]stats.Change{}
+	for _, c := range changes {
+		byName[c.Scenario] = c
+	}
+
+	// junit.xml: a suite per scenario, a case per seed.
+	var suites junitSuitesOut
+
+	for _, h := range hunts {
+		data, err := os.ReadFile(filepath.Join(dir, h.Scenario, reports.JUnitFile))
+		if err != nil {
+			return err
+		}
+
+		var one junitSuitesOut
+		if err := xml.Unmarshal(data, &one); err != nil {
+			return err
+		}
+
+		suites.Suites = append(suites.Suites, one.Suites...)
+	}
+
+	junit, err := xml.MarshalIndent(suites, "", "  ")
+	if err != nil {
+		return err
+	}
+
+	var md, idx strings.Builder
+
+	md.WriteString("## talchaos nightly\n\n| scenario | passed | rate (95 % interval) | p50 | p95 | outcomes | vs baseline |\n|---|---|---|---|---|---|---|\n")
+	idx.WriteString("<!doctype html><meta charset=utf-8><title>talchaos nightly</title>" +
+		"<style>body{font:14px system-ui,sans-serif;margin:2em}td,th{padding:2px 8px;text-align:left}.fail{color:#b00}</style>" +
+		"<h1>talchaos nightly</h1><table><tr><th>scenario</th><th>rate</th><th>runs</th></tr>\n")
+
+	for _, h := range hunts {
+		s := h.Summary
+
+		var outcomes []string
+		for _, o := range s.Outcomes {
+			outcomes = append(outcomes, fmt.Sprintf("%s ×%d", o.Key(), len(o.Seeds)))
+		}
+
+		vs := "-"
+
+		if c, ok := byName[h.Scenario]; ok && compared {
+			switch {
+			case c.New:
+				vs = "new"
+			case c.Regression:
+				vs = fmt.Sprintf("**regression** %d/%d → %d/%d, p = %.3g", c.Before.Passed, c.Before.Runs, s.Passed, s.Runs, c.P)
+			case c.Improvement:
+				vs = fmt.Sprintf("improvement %d/%d → %d/%d, p = %.3g", c.Before.Passed, c.Before.Runs, s.Passed, s.Runs, c.P)
+			default:
+				vs = fmt.Sprintf("same (%d/%d before, p = %.3g)", c.Before.Passed, c.Before.Runs, c.P)
+			}
+		}
+
+		fmt.Fprintf(&md, "| %s | %d/%d | %.2f (%.2f–%.2f) | %s | %s | %s | %s |\n", h.Scenario, s.Passed, s.Runs, s.Rate, s.Low, s.High,
+			msDuration(s.P50Ms), msDuration(s.P95Ms), strings.Join(outcomes, "; "), vs)
+
+		class := ""
+		if s.Passed < s.Runs {
+			class = ` class="fail"`
+		}
+
+		fmt.Fprintf(&idx, "<tr%s><td>%s</td><td>%d/%d</td><td>", class, html.EscapeString(h.Scenario), s.Passed, s.Runs)
+
+		for _, r := range h.Runs {
+			fmt.Fprintf(&idx, `<a href="%s/%s/report.html">%d %s</a> `, html.EscapeString(h.Scenario), html.EscapeString(r.Report), r.Seed, html.EscapeString(r.Verdict))
+		}
+
+		idx.WriteString("</td></tr>\n")
+	}
+
+	idx.WriteString("</table>\n")
+
+	for name, data := range map[string][]byte{
+		reports.JUnitFile:       append([]byte(xml.Header), append(junit, '\n')...),
+		reports.HuntSummaryFile: []byte(md.String()),
+		indexFile:               []byte(idx.String()),
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil { //nolint:gosec // reports are meant to be read
+			return err
+		}
+	}
+
+	return nil
+}
+
+// junitSuitesOut carries the hunts' suites over as they are.
+type junitSuitesOut struct {
+	XMLName xml.Name     `xml:"testsuites"`
+	Suites  []innerSuite `xml:"testsuite"`
+}
+
+type innerSuite struct {
+	Inner []byte     `xml:",innerxml"`
+	Attrs []xml.Attr `xml:",any,attr"`
+}
+
+func jsonUnmarshal(data []byte, v any) error { return json.Unmarshal(data, v) }

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"encoding/xml"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/talchaos/talchaos/reports/stats"
+)
+
+func writeLedger(t *testing.T, path string, sums ...stats.Summary) {
+	t.Helper()
+
+	if err := (&stats.Ledger{Scenarios: sums}).Write(path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func summaryOf(name string, passed, runs int) stats.Summary {
+	var rs []stats.Run
+
+	for i := range runs {
+		v := stats.Pass
+		if i >= passed {
+			v = stats.Fail
+		}
+
+		rs = append(rs, stats.Run{Seed: int64(i + 1), Verdict: v, DurationMs: 1000})
+	}
+
+	return stats.Summarize(name, rs)
+}
+
+// A scenario that passed 20 of 20 seeds last night and 10 of 20 tonight is a
+// significant regression: exit 1, naming it with the test's p-value. One
+// failure in twenty is not.
+func TestNightlyRegression(t *testing.T) {
+	dir := t.TempDir()
+	base, cur, fine := filepath.Join(dir, "base.json"), filepath.Join(dir, "cur.json"), filepath.Join(dir, "fine.json")
+
+	writeLedger(t, base, summaryOf("too-many-learners", 20, 20), summaryOf("happy-path", 10, 20))
+	writeLedger(t, cur, summaryOf("too-many-learners", 10, 20), summaryOf("happy-path", 20, 20))
+	writeLedger(t, fine, summaryOf("too-many-learners", 19, 20), summaryOf("happy-path", 10, 20))
+
+	code, out := run(t, "nightly", "--baseline", base, "--compare", cur)
+	if code != exitFail {
+		t.Fatalf("exit %d, want %d:\n%s", code, exitFail, out)
+	}
+
+	if !regexp.MustCompile(`REGRESSION +too-many-learners: 20/20 -> 10/20 \(one-sided Fisher exact test, p = 0\.000218 < 0\.01\)`).MatchString(out) ||
+		!strings.Contains(out, "improvement happy-path: 10/20 -> 20/20") {
+		t.Errorf("output:\n%s", out)
+	}
+
+	if code, out := run(t, "nightly", "--baseline", base, "--compare", fine); code != exitPass || !strings.Contains(out, "no significant regression") {
+		t.Errorf("19/20 after 20/20: exit %d:\n%s", code, out)
+	}
+}
+
+// nightly over a selection writes the ledger, junit.xml (a suite per
+// scenario, a case per seed), summary.md and index.html linking every run's
+// report.html; compared with its own ledger nothing regressed.
+func TestNightlyWritesItsFiles(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "night")
+
+	code, text := run(t, "nightly", "--scenario", "happy-path", "--seeds", "1-2", "--out", out)
+	if code != exitPass {
+		t.Fatalf("exit %d:\n%s", code, text)
+	}
+
+	l, err := stats.ReadLedger(filepath.Join(out, ledgerFile))
+	if err != nil || len(l.Scenarios) != 1 || l.Scenarios[0].Runs != 2 || l.Scenarios[0].Passed != 2 {
+		t.Fatalf("ledger (%v): %+v", err, l)
+	}
+
+	var junit struct {
+		Suites []struct {
+			Name  string `xml:"name,attr"`
+			Cases []struct {
+				Name string `xml:"name,attr"`
+			} `xml:"testcase"`
+		} `xml:"testsuite"`
+	}
+
+	data, err := os.ReadFile(filepath.Join(out, "junit.xml"))
+	if err == nil {
+		err = xml.Unmarshal(data, &junit)
+	}
+
+	if err != nil || len(junit.Suites) != 1 || len(junit.Suites[0].Cases) != 2 || !strings.Contains(junit.Suites[0].Name, "happy-path") {
+		t.Errorf("junit.xml (%v):\n%s", err, data)
+	}
+
+	index, err := os.ReadFile(filepath.Join(out, indexFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	links := regexp.MustCompile(`href="([^"]+)"`).FindAllStringSubmatch(string(index), -1)
+	if len(links) != 2 {
+		t.Errorf("index.html links %d runs, want 2:\n%s", len(links), index)
+	}
+
+	for _, l := range links {
+		if _, err := os.Stat(filepath.Join(out, l[1])); err != nil {
+			t.Errorf("index.html links a missing page: %v", err)
+		}
+	}
+
+	if md, err := os.ReadFile(filepath.Join(out, "summary.md")); err != nil || !strings.Contains(string(md), "| happy-path | 2/2 |") {
+		t.Errorf("summary.md (%v):\n%s", err, md)
+	}
+
+	if code, text := run(t, "nightly", "--baseline", filepath.Join(out, ledgerFile), "--compare", filepath.Join(out, ledgerFile)); code != exitPass {
+		t.Errorf("compared with itself: exit %d:\n%s", code, text)
+	}
+}
