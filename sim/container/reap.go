@@ -5,8 +5,10 @@ import (
 	"errors"
 	"os"
 	"strconv"
+	"strings"
 	"syscall"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/client"
 	"github.com/testcontainers/testcontainers-go"
 )
@@ -104,7 +106,7 @@ func removeRunCount(ctx context.Context, docker *testcontainers.DockerClient, ru
 				removed++
 			}
 
-			errs = append(errs, err)
+			errs = append(errs, ignoreGone(err))
 		}
 	}
 
@@ -118,7 +120,7 @@ func removeRunCount(ctx context.Context, docker *testcontainers.DockerClient, ru
 				removed++
 			}
 
-			errs = append(errs, err)
+			errs = append(errs, ignoreGone(err))
 		}
 	}
 
@@ -132,9 +134,19 @@ func removeRunCount(ctx context.Context, docker *testcontainers.DockerClient, ru
 				removed++
 			}
 
-			errs = append(errs, err)
+			errs = append(errs, ignoreGone(err))
 		}
 	}
 
 	return removed, errors.Join(errs...)
+}
+
+// ignoreGone drops "no such object": another run reaping the same dead run,
+// or the engine finishing a removal the killed run had asked for.
+func ignoreGone(err error) error {
+	if err == nil || cerrdefs.IsNotFound(err) || strings.Contains(err.Error(), "No such") {
+		return nil
+	}
+
+	return err
 }
