@@ -22,6 +22,7 @@ import (
 	"github.com/talchaos/talchaos/harness/scenario"
 	"github.com/talchaos/talchaos/reports"
 	"github.com/talchaos/talchaos/scenarios"
+	"github.com/talchaos/talchaos/sim"
 	"github.com/talchaos/talchaos/sim/container"
 )
 
@@ -160,13 +161,16 @@ func diagnosisCodes(res *result.Result) []string {
 	return out
 }
 
+// racyDiagnoses are the built-ins whose diagnoses a race between real etcd
+// members decides, not the seed: bootstrap-twice's split brain is diagnosed on
+// whichever cluster the third control plane joins first (3 of 20 sim replays
+// agree with the first; docs/measurements.md).
+var racyDiagnoses = map[string]bool{"bootstrap-twice": true}
+
 // Every built-in scenario whose faults the container target can inject
-// passes there, as it does on the sim (the scenario suite runs every built-in
-// at this seed on the sim and requires a pass): the same verdict, and the
-// diagnoses each expects present or absent are the same on both targets.
-// (The sim's own runs are not repeated here: this package runs beside the
-// scenario suite on a 2-core machine.) The others are refused before anything
-// starts.
+// passes there with the verdict and the diagnoses it gives on the sim (run
+// here too, one after the other: this package runs beside the scenario
+// suite on 2 cores); the others are refused before anything starts.
 func TestBuiltinsAsOnSim(t *testing.T) {
 	d := docker(t)
 
@@ -202,10 +206,19 @@ func TestBuiltinsAsOnSim(t *testing.T) {
 				t.Fatal(err)
 			}
 
+			onSim, err := harness.Run(context.Background(), parse(t, file, data), harness.Options{Target: sim.Target{}, Seed: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+
 			res := runOn(t, d, parse(t, file, data))
 
 			if res.Verdict != result.Pass {
 				t.Errorf("%s on containers: %s, diagnoses %v\n%s", name, res.Verdict, diagnosisCodes(res), reports.Summary(res))
+			}
+
+			if res.Verdict != onSim.Verdict || (!racyDiagnoses[name] && !slices.Equal(diagnosisCodes(res), diagnosisCodes(onSim))) {
+				t.Errorf("on containers: %s %v; on the sim: %s %v", res.Verdict, diagnosisCodes(res), onSim.Verdict, diagnosisCodes(onSim))
 			}
 
 			diagnosed := map[string]bool{}
