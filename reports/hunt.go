@@ -4,11 +4,11 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/talchaos/talchaos/harness/scratch"
 	"github.com/talchaos/talchaos/reports/stats"
 )
 
@@ -69,7 +69,7 @@ func WriteHunt(dir string, h *Hunt) ([]string, error) {
 
 	for _, f := range files {
 		p := filepath.Join(dir, f.name)
-		if err := os.WriteFile(p, f.data, 0o644); err != nil { //nolint:gosec // reports are meant to be read
+		if err := scratch.WriteFileAtomic(p, f.data, 0o644); err != nil {
 			return paths, err
 		}
 
@@ -79,7 +79,26 @@ func WriteHunt(dir string, h *Hunt) ([]string, error) {
 	return paths, nil
 }
 
-func marshalHuntJUnit(h *Hunt) ([]byte, error) {
+func marshalHuntJUnit(h *Hunt) ([]byte, error) { return HuntsJUnit([]*Hunt{h}) }
+
+// HuntsJUnit is junit.xml for hunts: a test suite per hunt (scenario), a test
+// case per seed.
+func HuntsJUnit(hunts []*Hunt) ([]byte, error) {
+	var suites junitTestSuites
+
+	for _, h := range hunts {
+		suites.Suites = append(suites.Suites, huntSuite(h))
+	}
+
+	out, err := xml.MarshalIndent(suites, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+
+	return append([]byte(xml.Header), append(out, '\n')...), nil
+}
+
+func huntSuite(h *Hunt) junitTestSuite {
 	suite := junitTestSuite{
 		Name:      "talchaos hunt " + h.Scenario,
 		Tests:     len(h.Runs),
@@ -116,12 +135,7 @@ func marshalHuntJUnit(h *Hunt) ([]byte, error) {
 		suite.Cases = append(suite.Cases, c)
 	}
 
-	out, err := xml.MarshalIndent(junitTestSuites{Suites: []junitTestSuite{suite}}, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-
-	return append([]byte(xml.Header), append(out, '\n')...), nil
+	return suite
 }
 
 // HuntSummary is the hunt as Markdown, ready for $GITHUB_STEP_SUMMARY.
@@ -133,7 +147,7 @@ func HuntSummary(h *Hunt) string {
 	fmt.Fprintf(&b, "## talchaos hunt `%s` on %s\n\n", h.Scenario, h.Target)
 	fmt.Fprintf(&b, "Expectations held for **%d of %d** seeds: rate %.2f, Wilson 95 %% interval %.2f–%.2f. "+
 		"Time to the outcome p50 %s, p95 %s. %d at a time, %s wall.\n\n",
-		s.Passed, s.Runs, s.Rate, s.Low, s.High, ms(s.P50Ms), ms(s.P95Ms), h.Parallel, ms(h.WallMs))
+		s.Passed, s.Runs, s.Rate, s.Low, s.High, Millis(s.P50Ms), Millis(s.P95Ms), h.Parallel, Millis(h.WallMs))
 
 	b.WriteString("| outcome | seeds | count | replay |\n|---|---|---|---|\n")
 
@@ -149,8 +163,9 @@ func HuntSummary(h *Hunt) string {
 	return b.String()
 }
 
-func ms(v int64) string {
-	return (time.Duration(v) * time.Millisecond).Round(100 * time.Millisecond).String()
+// Millis is a millisecond count as a duration, to a tenth of a second.
+func Millis(v int64) time.Duration {
+	return (time.Duration(v) * time.Millisecond).Round(100 * time.Millisecond)
 }
 
 // mdCell keeps a table cell on one line and its pipes literal.

@@ -13,6 +13,7 @@ import (
 	"slices"
 
 	"github.com/talchaos/talchaos/harness/result"
+	"github.com/talchaos/talchaos/harness/scratch"
 )
 
 // File names written by Write.
@@ -85,7 +86,7 @@ func Write(dir string, r *result.Result) (paths []string, err error) {
 
 	for _, f := range files {
 		p := filepath.Join(abs, f.name)
-		if err := writeFileAtomic(p, f.data, 0o644); err != nil {
+		if err := scratch.WriteFileAtomic(p, f.data, 0o644); err != nil {
 			return ordered(written), fmt.Errorf("reports: write %s: %w", f.name, err)
 		}
 
@@ -189,69 +190,6 @@ func nonNil[T any](s []T) []T {
 	return s
 }
 
-// writeFileAtomic writes data to path via a temporary file in the same
-// directory: write, fsync, close, rename, then fsync the directory so the
-// rename itself is durable. On failure the temporary file is removed.
-func writeFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
-	dir, base := filepath.Split(path)
-
-	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
-	if err != nil {
-		return err
-	}
-
-	tmp := f.Name()
-	closed := false
-
-	defer func() {
-		if err != nil {
-			if !closed {
-				_ = f.Close()
-			}
-
-			_ = os.Remove(tmp)
-		}
-	}()
-
-	if _, err = f.Write(data); err != nil {
-		return err
-	}
-
-	if err = f.Chmod(perm); err != nil {
-		return err
-	}
-
-	if err = f.Sync(); err != nil {
-		return err
-	}
-
-	closed = true
-	if err = f.Close(); err != nil {
-		return err
-	}
-
-	if err = os.Rename(tmp, path); err != nil {
-		return err
-	}
-
-	syncDir(dir)
-
-	return nil
-}
-
-// syncDir fsyncs a directory so a rename into it survives a crash. It is best
-// effort: some filesystems and platforms do not support fsync on directories,
-// and the file itself is already complete and in place.
-func syncDir(dir string) {
-	d, err := os.Open(dir)
-	if err != nil {
-		return
-	}
-
-	_ = d.Sync()
-	_ = d.Close()
-}
-
 // verdictWord is the upper-case verdict used in headings.
 func verdictWord(v string) string {
 	switch v {
@@ -314,7 +252,7 @@ func WriteHTML(dir string, r *result.Result) (string, error) {
 
 	p := filepath.Join(dir, HTMLFile)
 
-	if err := writeFileAtomic(p, page, 0o644); err != nil {
+	if err := scratch.WriteFileAtomic(p, page, 0o644); err != nil {
 		return "", fmt.Errorf("reports: write %s: %w", HTMLFile, err)
 	}
 

@@ -17,6 +17,7 @@ import (
 	"github.com/siderolabs/talos/pkg/machinery/config/generate/secrets"
 
 	"github.com/talchaos/talchaos/harness/scenario"
+	"github.com/talchaos/talchaos/harness/scratch"
 )
 
 // NodeSpec is one simulated node run on its own, as a process (`talchaos
@@ -157,7 +158,7 @@ func (n *Node) saveState() {
 	} else {
 		data, err := next.Bytes()
 		if err == nil {
-			err = writeFileSync(path, data)
+			err = scratch.WriteFileAtomic(path, data, 0o600)
 		}
 
 		if err != nil {
@@ -169,29 +170,4 @@ func (n *Node) saveState() {
 	case n.registered <- struct{}{}:
 	default:
 	}
-}
-
-// writeFileSync writes data to path through a temp file and a rename, synced,
-// so a SIGKILL leaves the old or the new config, never half of one.
-func writeFileSync(path string, data []byte) error {
-	tmp := path + ".tmp"
-
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
-	if err != nil {
-		return err
-	}
-
-	if _, err = f.Write(data); err == nil {
-		err = f.Sync()
-	}
-
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-
-	if err != nil {
-		return err
-	}
-
-	return os.Rename(tmp, path)
 }

@@ -42,7 +42,11 @@ outcomes (verdict and diagnoses) with their seeds, each reproducible with
 'talchaos run ... --seed N'. Writes REPORT-DIR/hunt.json, junit.xml (a test case
 per seed), summary.md and seed-N/. Exit code 0 when every seed passed, 1 otherwise.`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error { return runHunt(cmd, args[0], opts) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_, err := runHunt(cmd, args[0], opts)
+
+			return err
+		},
 	}
 
 	cmd.Flags().StringVar(&opts.seeds, "seeds", "1-10", "seeds to run: FROM-TO or a comma-separated list")
@@ -86,40 +90,42 @@ func parseSeeds(s string) ([]int64, error) {
 	return out, nil
 }
 
-func runHunt(cmd *cobra.Command, arg string, opts huntOptions) error {
+// runHunt hunts and writes the hunt's reports; the hunt is returned also
+// when seeds failed (the error is then an exitFail).
+func runHunt(cmd *cobra.Command, arg string, opts huntOptions) (*reports.Hunt, error) {
 	out := cmd.OutOrStdout()
 
 	seeds, err := parseSeeds(opts.seeds)
 	if err != nil {
-		return &exitError{code: exitInput, err: err}
+		return nil, &exitError{code: exitInput, err: err}
 	}
 
 	if opts.parallel < 1 {
-		return &exitError{code: exitInput, err: fmt.Errorf("--parallel must be at least 1, not %d", opts.parallel)}
+		return nil, &exitError{code: exitInput, err: fmt.Errorf("--parallel must be at least 1, not %d", opts.parallel)}
 	}
 
 	if err := reports.CheckDir(opts.reportDir); err != nil {
-		return &exitError{code: exitInput, err: fmt.Errorf("--report-dir: %w", err)}
+		return nil, &exitError{code: exitInput, err: fmt.Errorf("--report-dir: %w", err)}
 	}
 
 	sc, err := loadScenario(arg)
 	if err != nil {
-		return &exitError{code: exitInput, err: err}
+		return nil, &exitError{code: exitInput, err: err}
 	}
 
 	tgt, err := targetFor(opts.runOptions)
 	if err != nil {
-		return &exitError{code: exitInput, err: err}
+		return nil, &exitError{code: exitInput, err: err}
 	}
 
 	if tgt.Name() == "real" && opts.parallel > 1 {
-		return &exitError{code: exitInput, err: errors.New("--parallel is for simulated nodes: a real cluster runs one seed at a time")}
+		return nil, &exitError{code: exitInput, err: errors.New("--parallel is for simulated nodes: a real cluster runs one seed at a time")}
 	}
 
 	reapLeftovers(cmd.ErrOrStderr())
 
 	if err := os.MkdirAll(opts.reportDir, 0o755); err != nil { //nolint:gosec // reports are meant to be read
-		return &exitError{code: exitHarness, err: err}
+		return nil, &exitError{code: exitHarness, err: err}
 	}
 
 	started := time.Now()
@@ -127,7 +133,7 @@ func runHunt(cmd *cobra.Command, arg string, opts huntOptions) error {
 
 	runs, stop, inputErr := huntSeeds(cmd.Context(), sc, tgt, seeds, arg, opts, bar)
 	if inputErr != nil {
-		return &exitError{code: exitInput, err: inputErr}
+		return nil, &exitError{code: exitInput, err: inputErr}
 	}
 
 	bar.done()
@@ -137,7 +143,7 @@ func runHunt(cmd *cobra.Command, arg string, opts huntOptions) error {
 			stop = errors.New("interrupted")
 		}
 
-		return &exitError{code: exitHarness, err: fmt.Errorf("%w before the first seed finished", stop)}
+		return nil, &exitError{code: exitHarness, err: fmt.Errorf("%w before the first seed finished", stop)}
 	}
 
 	statRuns := make([]stats.Run, len(runs))
@@ -151,12 +157,12 @@ func runHunt(cmd *cobra.Command, arg string, opts huntOptions) error {
 	}
 
 	if _, err := reports.WriteHunt(opts.reportDir, h); err != nil {
-		return &exitError{code: exitHarness, err: err}
+		return nil, &exitError{code: exitHarness, err: err}
 	}
 
 	sum := h.Summary
 	fmt.Fprintf(out, "\n%s: expectations held for %d of %d seeds (rate %.2f, 95%% interval %.2f-%.2f); time to the outcome p50 %s, p95 %s; %s wall at %d at a time\n",
-		sc.Name, sum.Passed, sum.Runs, sum.Rate, sum.Low, sum.High, msDuration(sum.P50Ms), msDuration(sum.P95Ms), msDuration(h.WallMs), opts.parallel)
+		sc.Name, sum.Passed, sum.Runs, sum.Rate, sum.Low, sum.High, reports.Millis(sum.P50Ms), reports.Millis(sum.P95Ms), reports.Millis(h.WallMs), opts.parallel)
 
 	for _, o := range sum.Outcomes {
 		fmt.Fprintf(out, "  %-40s %3d seed(s)  replay: %s\n", o.Key(), len(o.Seeds), o.Replay)
@@ -165,14 +171,14 @@ func runHunt(cmd *cobra.Command, arg string, opts huntOptions) error {
 	fmt.Fprintf(out, "reports in %s (hunt.json, junit.xml, summary.md, seed-N/)\n", opts.reportDir)
 
 	if stop != nil {
-		return &exitError{code: exitHarness, err: stop}
+		return h, &exitError{code: exitHarness, err: stop}
 	}
 
 	if sum.Passed < sum.Runs {
-		return &exitError{code: exitFail}
+		return h, &exitError{code: exitFail}
 	}
 
-	return nil
+	return h, nil
 }
 
 // huntSeeds runs the seeds, opts.parallel at a time, each into its own report
@@ -287,10 +293,6 @@ func diagnosisCodes(res *result.Result) []string {
 	}
 
 	return out
-}
-
-func msDuration(v int64) time.Duration {
-	return (time.Duration(v) * time.Millisecond).Round(100 * time.Millisecond)
 }
 
 func firstFailure(res *result.Result) string {

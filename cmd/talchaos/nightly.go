@@ -1,13 +1,10 @@
 package main
 
 import (
-	"encoding/json"
-	"encoding/xml"
 	"errors"
 	"fmt"
 	"html"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -16,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/talchaos/talchaos/harness/buildinfo"
+	"github.com/talchaos/talchaos/harness/scratch"
 	"github.com/talchaos/talchaos/reports"
 	"github.com/talchaos/talchaos/reports/stats"
 	"github.com/talchaos/talchaos/scenarios"
@@ -154,29 +152,20 @@ func runNightly(cmd *cobra.Command, opts nightlyOptions) error {
 	return verdictOf(out, changes)
 }
 
-// nightlyHunt hunts one built-in into OUT/NAME.
+// nightlyHunt hunts one built-in into OUT/NAME; failing seeds are the
+// ledger's business, not an error.
 func nightlyHunt(cmd *cobra.Command, name string, opts nightlyOptions) (*reports.Hunt, error) {
 	sub := opts.huntOptions
 	sub.reportDir = filepath.Join(opts.reportDir, name)
 
-	err := runHunt(cmd, name, sub)
+	h, err := runHunt(cmd, name, sub)
 
 	var ee *exitError
 	if err != nil && (!errors.As(err, &ee) || ee.code != exitFail) {
 		return nil, err
 	}
 
-	data, rerr := os.ReadFile(filepath.Join(sub.reportDir, reports.HuntJSONFile))
-	if rerr != nil {
-		return nil, &exitError{code: exitHarness, err: rerr}
-	}
-
-	var h reports.Hunt
-	if rerr := jsonUnmarshal(data, &h); rerr != nil {
-		return nil, &exitError{code: exitHarness, err: rerr}
-	}
-
-	return &h, nil
+	return h, nil
 }
 
 // verdictOf prints the comparison and says how nightly exits: 1 when a
@@ -210,24 +199,7 @@ func writeNightlyFiles(dir string, hunts []*reports.Hunt, changes []stats.Change
 		byName[c.Scenario] = c
 	}
 
-	// junit.xml: a suite per scenario, a case per seed.
-	var suites junitSuitesOut
-
-	for _, h := range hunts {
-		data, err := os.ReadFile(filepath.Join(dir, h.Scenario, reports.JUnitFile))
-		if err != nil {
-			return err
-		}
-
-		var one junitSuitesOut
-		if err := xml.Unmarshal(data, &one); err != nil {
-			return err
-		}
-
-		suites.Suites = append(suites.Suites, one.Suites...)
-	}
-
-	junit, err := xml.MarshalIndent(suites, "", "  ")
+	junit, err := reports.HuntsJUnit(hunts)
 	if err != nil {
 		return err
 	}
@@ -263,7 +235,7 @@ func writeNightlyFiles(dir string, hunts []*reports.Hunt, changes []stats.Change
 		}
 
 		fmt.Fprintf(&md, "| %s | %d/%d | %.2f (%.2f–%.2f) | %s | %s | %s | %s |\n", h.Scenario, s.Passed, s.Runs, s.Rate, s.Low, s.High,
-			msDuration(s.P50Ms), msDuration(s.P95Ms), strings.Join(outcomes, "; "), vs)
+			reports.Millis(s.P50Ms), reports.Millis(s.P95Ms), strings.Join(outcomes, "; "), vs)
 
 		class := ""
 		if s.Passed < s.Runs {
@@ -282,27 +254,14 @@ func writeNightlyFiles(dir string, hunts []*reports.Hunt, changes []stats.Change
 	idx.WriteString("</table>\n")
 
 	for name, data := range map[string][]byte{
-		reports.JUnitFile:       append([]byte(xml.Header), append(junit, '\n')...),
+		reports.JUnitFile:       junit,
 		reports.HuntSummaryFile: []byte(md.String()),
 		indexFile:               []byte(idx.String()),
 	} {
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil { //nolint:gosec // reports are meant to be read
+		if err := scratch.WriteFileAtomic(filepath.Join(dir, name), data, 0o644); err != nil {
 			return err
 		}
 	}
 
 	return nil
 }
-
-// junitSuitesOut carries the hunts' suites over as they are.
-type junitSuitesOut struct {
-	XMLName xml.Name     `xml:"testsuites"`
-	Suites  []innerSuite `xml:"testsuite"`
-}
-
-type innerSuite struct {
-	Inner []byte     `xml:",innerxml"`
-	Attrs []xml.Attr `xml:",any,attr"`
-}
-
-func jsonUnmarshal(data []byte, v any) error { return json.Unmarshal(data, v) }

@@ -4,10 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/talchaos/talchaos/harness/scratch"
 )
 
 // LedgerSchema names the ledger's JSON format. A reader rejects any other
@@ -76,7 +77,7 @@ func (l *Ledger) Write(path string) error {
 		return fmt.Errorf("write ledger %s: %w", path, err)
 	}
 
-	if err := writeFileAtomic(path, append(data, '\n')); err != nil {
+	if err := scratch.WriteFileAtomic(path, append(data, '\n'), 0o644); err != nil {
 		return fmt.Errorf("write ledger %s: %w", path, err)
 	}
 
@@ -96,42 +97,6 @@ func checkUnique(ss []Summary) error {
 	}
 
 	return nil
-}
-
-// writeFileAtomic writes data to path via a temporary file in the same
-// directory (write, fsync, close, rename), removing the temporary on failure.
-func writeFileAtomic(path string, data []byte) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-
-	tmp := f.Name()
-
-	defer func() {
-		if err != nil {
-			_ = os.Remove(tmp)
-		}
-	}()
-
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Chmod(0o644) // CreateTemp's 0600 would hide it from CI readers
-	}
-
-	if err == nil {
-		err = f.Sync()
-	}
-
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-
-	if err != nil {
-		return err
-	}
-
-	return os.Rename(tmp, path)
 }
 
 // Change is one scenario's movement between two ledgers.
