@@ -118,8 +118,13 @@ func runHunt(cmd *cobra.Command, arg string, opts huntOptions) (*reports.Hunt, e
 		return nil, &exitError{code: exitInput, err: err}
 	}
 
-	if tgt.Name() == "real" && opts.parallel > 1 {
-		return nil, &exitError{code: exitInput, err: errors.New("--parallel is for simulated nodes: a real cluster runs one seed at a time")}
+	if tgt.Name() == "real" {
+		// The default is for simulated nodes; a real cluster runs one seed at a time.
+		if f := cmd.Flags().Lookup("parallel"); f != nil && f.Changed && opts.parallel > 1 {
+			return nil, &exitError{code: exitInput, err: errors.New("--parallel is for simulated nodes: a real cluster runs one seed at a time")}
+		}
+
+		opts.parallel = 1
 	}
 
 	reapLeftovers(cmd.ErrOrStderr())
