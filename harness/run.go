@@ -300,12 +300,17 @@ func settle(ctx context.Context, sc *scenario.Scenario, scale float64, within, i
 	}
 
 	for {
+		// Quiet until now is a hint; the final look decides, with the times
+		// the judge uses (a final look that itself saw a change has not seen
+		// it hold).
 		if judge.Settled(rec.History(), rec.Since(), stable) {
 			observer.Final(ctx)
 
-			if judge.Settled(rec.History(), rec.Since(), stable) {
+			if judge.SettledAtFinal(rec.History(), stable) {
 				return
 			}
+
+			observer.Thaw()
 		}
 
 		if log.Since() >= end {

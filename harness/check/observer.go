@@ -59,6 +59,19 @@ type Observer struct {
 	following      map[string]bool        // "node/log" streams running now
 	seen           map[string]logPosition // "node/log" lines read so far
 	wg             sync.WaitGroup
+
+	// frozen stops the ticks from writing to the history while a final look
+	// is taken and after it: the record's last word is the final look, and
+	// an answer polled before it must not land after it. recMu is held
+	// while a tick writes, so none is half-way when the freeze begins.
+	recMu  sync.Mutex
+	frozen bool
+
+	// answers is every node's newest answer, by when its poll started: a
+	// slow poll that started before a faster, later one (or before the final
+	// look) does not replace it.
+	answersMu sync.Mutex
+	answers   map[string]answer
 }
 
 type nodeClients struct {
@@ -71,6 +84,7 @@ func NewObserver(ctx context.Context, nodes []target.Node, cfg *clientconfig.Con
 	o := &Observer{
 		nodes: nodes, cfg: cfg, log: log, rec: rec, interval: interval,
 		clients:      map[string]*nodeClients{},
+		answers:      map[string]answer{},
 		lines:        map[string][]LogLine{},
 		learners:     map[string]time.Duration{},
 		refusalsFrom: map[string]time.Duration{},
@@ -159,11 +173,7 @@ func (o *Observer) Run(ctx context.Context) {
 	// Each node is polled on its own, so one that hangs (blackholed, rebooting)
 	// does not hold back what is seen of the others; observations are assembled
 	// from the latest answer of every node.
-	var (
-		latestMu sync.Mutex
-		latest   = map[string]*history.NodeObservation{}
-		pollers  sync.WaitGroup
-	)
+	var pollers sync.WaitGroup
 
 	for _, n := range o.nodes {
 		pollers.Go(func() {
@@ -172,6 +182,7 @@ func (o *Observer) Run(ctx context.Context) {
 			missed := false
 
 			for ctx.Err() == nil {
+				started := o.log.Since()
 				no := o.pollNode(ctx, n)
 
 				// One failed look at a node that was answering is not yet a
@@ -184,9 +195,7 @@ func (o *Observer) Run(ctx context.Context) {
 					missed = false
 					last = no
 
-					latestMu.Lock()
-					latest[n.Name] = no
-					latestMu.Unlock()
+					o.answer(n.Name, started, no)
 				}
 
 				select {
@@ -216,15 +225,32 @@ func (o *Observer) Run(ctx context.Context) {
 
 		obs := history.NewObservation(o.log.Since(), names)
 
-		latestMu.Lock()
-		for name, no := range latest {
-			obs.Nodes[name] = no
+		o.answersMu.Lock()
+		for name, a := range o.answers {
+			obs.Nodes[name] = a.obs
 		}
-		latestMu.Unlock()
+		o.answersMu.Unlock()
 
 		if len(obs.Nodes) == len(o.nodes) {
 			o.record(ctx, obs)
 		}
+	}
+}
+
+// answer is one node's answer to a poll that started at `at`.
+type answer struct {
+	at  time.Duration
+	obs *history.NodeObservation
+}
+
+// answer keeps no as the node's answer unless a poll that started later
+// already answered.
+func (o *Observer) answer(name string, at time.Duration, no *history.NodeObservation) {
+	o.answersMu.Lock()
+	defer o.answersMu.Unlock()
+
+	if a, ok := o.answers[name]; !ok || a.at <= at {
+		o.answers[name] = answer{at: at, obs: no}
 	}
 }
 
@@ -251,15 +277,31 @@ func (o *Observer) pollEvery(n target.Node) time.Duration {
 }
 
 // Final observes every node once more, in parallel, and records it as the
-// run's last look at them.
+// run's last look at them. From then on the periodic observations are no
+// longer recorded (they go on feeding triggers), so the final look is the
+// history's last state, until Thaw: a verdict drawn from it is the one the
+// run's settle judged steady.
 func (o *Observer) Final(ctx context.Context) *history.Observation {
+	o.recMu.Lock()
+	o.frozen = true
+	o.recMu.Unlock()
+
 	obs := o.Poll(ctx)
 
 	for _, n := range obs.Ordered() {
+		o.answer(n.Name, obs.At, n)
 		o.rec.Observe(obs.At, n, true)
 	}
 
 	return obs
+}
+
+// Thaw records the periodic observations again after a final look that did
+// not end the run.
+func (o *Observer) Thaw() {
+	o.recMu.Lock()
+	o.frozen = false
+	o.recMu.Unlock()
 }
 
 // Poll observes every node once, in parallel.
@@ -455,9 +497,13 @@ func (o *Observer) record(ctx context.Context, obs *history.Observation) {
 
 	o.transitions(prev, obs)
 
-	for _, n := range obs.Ordered() {
-		o.rec.Observe(obs.At, n, false)
+	o.recMu.Lock()
+	if !o.frozen {
+		for _, n := range obs.Ordered() {
+			o.rec.Observe(obs.At, n, false)
+		}
 	}
+	o.recMu.Unlock()
 
 	// Complete the observation before anyone else can see it. Node
 	// observations are shared between ticks until the node is polled again:

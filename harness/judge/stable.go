@@ -83,6 +83,16 @@ func Settled(h history.History, now, stable time.Duration) bool {
 	return ok && now-since >= stable
 }
 
+// SettledAtFinal reports whether the state the verdict is drawn from held for
+// at least stable up to the run's final look (History.Final), measured as the
+// judge measures how long the cluster has been converged: between recorded
+// observations, never up to a present moment a slow poll may have overtaken.
+func SettledAtFinal(h history.History, stable time.Duration) bool {
+	since, _, ok := stateSince(h)
+
+	return ok && h.Final().At-since >= stable
+}
+
 // ConvergedSince is the offset from which the cluster has been converged,
 // without a break, up to the end of the history; ok is false when it is not
 // converged at the end.

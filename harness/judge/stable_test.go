@@ -100,6 +100,51 @@ func TestStableVerdicts(t *testing.T) {
 	}
 }
 
+// The settle ends only when the final look confirms what the judge will
+// grant: a final look that itself saw the cluster converge has not seen it
+// hold, however long that look took (CI once judged "converged for the last
+// 0s only" after a slow final poll). SettledAtFinal agrees with Judge on
+// every timeline.
+func TestSettledAtFinalAgreesWithJudge(t *testing.T) {
+	yes := true
+	exp := scenario.Expect{Converged: &yes, Stable: scenario.Duration{Duration: 30 * time.Second}}
+
+	learner := obs(func(o *history.Observation) {
+		converged(o)
+		o.Nodes["cp3"].Etcd = running(false, errLearnerRPC)
+	})
+
+	for _, tc := range []struct {
+		name    string
+		looks   []look
+		settled bool
+	}{
+		{"the final look saw it converge", []look{{0, learner}, {50, obs(converged)}}, false},
+		{"converged a moment before the final look", []look{{0, learner}, {40, obs(converged)}, {45, obs(converged)}}, false},
+		{"held up to the final look", []look{{0, learner}, {10, obs(converged)}, {45, obs(converged)}}, true},
+		{"a steady failure", []look{{0, learner}, {50, learner}}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := timeline(t, tc.looks...)
+
+			// Quiet from the final look's start until long after: the
+			// present-moment test alone would call it settled.
+			if !Settled(h, h.Final().At+time.Hour, exp.Stable.Duration) {
+				t.Fatalf("not settled an hour later")
+			}
+
+			if got := SettledAtFinal(h, exp.Stable.Duration); got != tc.settled {
+				t.Errorf("settled at the final look %t, want %t", got, tc.settled)
+			}
+
+			v := Judge(h, exp)
+			if converged := Converged(h.Final()); converged && SettledAtFinal(h, exp.Stable.Duration) != v.Outcome.Converged {
+				t.Errorf("settled %t but judged converged %t (for %s)", SettledAtFinal(h, exp.Stable.Duration), v.Outcome.Converged, v.Outcome.ConvergedFor)
+			}
+		})
+	}
+}
+
 // learner-not-synced is the leader refusing a learner whose etcd has started
 // (the member carries its name), for long; refusals while it is still
 // starting do not count, nor do those after it was promoted.
