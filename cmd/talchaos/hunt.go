@@ -28,6 +28,8 @@ type huntOptions struct {
 	runOptions
 	seeds    string
 	parallel int
+	shrink   bool
+	rate     float64
 }
 
 func newHuntCmd() *cobra.Command {
@@ -40,9 +42,19 @@ func newHuntCmd() *cobra.Command {
 with its Wilson 95 % interval, the p50/p95 time to the outcome and the distinct
 outcomes (verdict and diagnoses) with their seeds, each reproducible with
 'talchaos run ... --seed N'. Writes REPORT-DIR/hunt.json, junit.xml (a test case
-per seed), summary.md and seed-N/. Exit code 0 when every seed passed, 1 otherwise.`,
+per seed), summary.md and seed-N/. Exit code 0 when every seed passed, 1 otherwise.
+
+` + shrinkFlagsHelp,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if opts.shrink {
+				return runShrink(cmd, args[0], opts)
+			}
+
+			if cmd.Flags().Changed("rate") {
+				return &exitError{code: exitInput, err: errors.New("--rate is for --shrink")}
+			}
+
 			_, err := runHunt(cmd, args[0], opts)
 
 			return err
@@ -55,6 +67,8 @@ per seed), summary.md and seed-N/. Exit code 0 when every seed passed, 1 otherwi
 	cmd.Flags().StringVar(&opts.inventory, "inventory", "", "inventory file of a real cluster (--target=real)")
 	cmd.Flags().BoolVar(&opts.allowDestructive, "allow-destructive", false, "permit destructive faults on real nodes")
 	cmd.Flags().StringVar(&opts.reportDir, "report-dir", "talchaos-hunt", "directory for the per-seed reports")
+	cmd.Flags().BoolVar(&opts.shrink, "shrink", false, "then minimise the scenario while it keeps its outcome (see above)")
+	cmd.Flags().Float64Var(&opts.rate, "rate", 0.8, "with --shrink: the fraction of the seeds a smaller scenario must keep the outcome on")
 
 	return cmd
 }

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/talchaos/talchaos/harness/chaos"
+)
+
+// invalid-config padded with three faults and two workers that play no part
+// in its outcome: the shrink, over real runs, removes them all and keeps the
+// config patch the outcome comes from.
+func TestShrinkRemovesPadding(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "shrink")
+
+	code, out := run(t, "hunt", "testdata/padded-invalid-config.yaml", "--shrink", "--rate", "1", "--seeds", "1-2", "--parallel", "2", "--report-dir", dir)
+	if code != exitPass {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+
+	path := filepath.Join(dir, "padded-invalid-config.shrunk.yaml")
+
+	sc, err := chaos.Load(path)
+	if err != nil {
+		t.Fatalf("the minimal scenario: %v\n%s", err, out)
+	}
+
+	if len(sc.Faults) != 0 || sc.Cluster.Workers != 0 || len(sc.Cluster.ConfigPatches) != 1 {
+		t.Errorf("%d faults, %d workers, %d config patches; want none, none and the one:\n%s", len(sc.Faults), sc.Cluster.Workers, len(sc.Cluster.ConfigPatches), out)
+	}
+
+	data, err := os.ReadFile(filepath.Join(dir, "shrink.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var rep shrinkReport
+	if err := json.Unmarshal(data, &rep); err != nil {
+		t.Fatal(err)
+	}
+
+	if !strings.HasPrefix(rep.Outcome, "pass: config-invalid") || rep.File != filepath.Base(path) || len(rep.Kept()) == 0 {
+		t.Errorf("shrink.json: %s", data)
+	}
+
+	for _, want := range []string{"kept   drop faults slow-api (latency), thin-peer (bandwidth), peer-resets (slow-close)", "kept   workers 2 → 0", "needed drop config patch 1", "minimal scenario: " + path} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestShrinkFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"hunt", "happy-path", "--rate", "0.5"},
+		{"hunt", "happy-path", "--shrink", "--rate", "0"},
+		{"hunt", "happy-path", "--shrink", "--rate", "1.5"},
+		{"hunt", "happy-path", "--shrink", "--target", "real"},
+	} {
+		if code, out := run(t, args...); code != exitInput {
+			t.Errorf("%q: exit %d, want %d:\n%s", args, code, exitInput, out)
+		}
+	}
+}
