@@ -73,3 +73,63 @@ var _ = Describe("the happy path at size", func() {
 		}, SpecTimeout(4*time.Minute))...)
 	}
 })
+
+// joinTimeoutOfSize is join-timeout-resilient with n control planes: the
+// last one cut off from every other for 32 Talos minutes, past its join
+// loop's 30.
+func joinTimeoutOfSize(n int) string {
+	data, _, err := scenarios.Read("join-timeout-resilient")
+	Expect(err).NotTo(HaveOccurred())
+
+	s := string(data)
+	head, _, ok := strings.Cut(s, "faults:\n")
+	Expect(ok).To(BeTrue())
+
+	_, tail, ok := strings.Cut(s, "expect:\n")
+	Expect(ok).To(BeTrue())
+
+	stuck := fmt.Sprintf("cp%d", n)
+
+	var faults strings.Builder
+
+	faults.WriteString("faults:\n")
+
+	for i := 1; i < n; i++ {
+		fmt.Fprintf(&faults, "  - {name: cut-from-cp%d, kind: partition, nodes: [%s, cp%d], at: 0s, for: 32m}\n", i, stuck, i)
+	}
+
+	s = head + faults.String() + "expect:\n" + tail
+
+	for old, repl := range map[string]string{
+		"name: join-timeout-resilient": fmt.Sprintf("name: join-timeout-%dcp", n),
+		"controlPlanes: 3":             fmt.Sprintf("controlPlanes: %d", n),
+		"voters: 3":                    fmt.Sprintf("voters: %d", n),
+		"node: cp3":                    "node: " + stuck,
+		"within: 50m":                  "within: 90m",
+	} {
+		Expect(s).To(ContainSubstring(old))
+		s = strings.Replace(s, old, repl, 1)
+	}
+
+	return s
+}
+
+// The resilient orchestrator gets a control plane whose etcd is Failed
+// (its join loop gave up) back into the cluster at every size, not only in
+// the three-node catalogue: it reboots the node and the join runs again.
+// Three control planes are the built-in join-timeout-resilient.
+var _ = Describe("a Failed etcd at size", Label("long"), func() {
+	for i, n := range []int{5, 7} {
+		seed := int64(21 + i)
+
+		It(fmt.Sprintf("%d control planes, seed %d", n, seed), func(ctx SpecContext) {
+			sc, err := chaos.Parse("join-timeout-size.yaml", []byte(joinTimeoutOfSize(n)))
+			Expect(err).NotTo(HaveOccurred())
+
+			res, err := harness.Run(ctx, sc, harness.Options{Target: sim.Target{}, Seed: seed})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(res.Verdict).To(Equal(result.Pass), "%s", reports.Summary(res))
+			Expect(res.Outcome.Voters).To(Equal(n))
+		}, SpecTimeout(6*time.Minute))
+	}
+})

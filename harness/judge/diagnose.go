@@ -28,6 +28,10 @@ type Evidence struct {
 	Calls []CallAt
 	// Changes are the nodes' API mode changes, in time order.
 	Changes []ModeChange
+	// EtcdFailed is, per node, the first look at its etcd service Failed;
+	// EtcdCrashes every look at it waiting to be restarted after it exited.
+	EtcdFailed  map[string]ServiceAt
+	EtcdCrashes map[string][]ServiceAt
 
 	// PromoteWindow is the Talos promote window in wall-clock time.
 	PromoteWindow time.Duration
@@ -38,6 +42,13 @@ type Evidence struct {
 	// Snapshot is set for one look at a live cluster (the doctor): there is
 	// no timeline of the run, only the nodes' own clocks.
 	Snapshot bool
+}
+
+// ServiceAt is a service as a look at the node found it.
+type ServiceAt struct {
+	history.Service
+
+	At time.Duration
 }
 
 // LogLine is one line of a node's log, at its offset in the run.
@@ -117,6 +128,8 @@ var rules = []rule{
 	learnerPromotionPending,
 	learnerNotSynced,
 	staleLearner,
+	etcdFailed,
+	etcdCrashLoop,
 	nodeInMaintenance,
 	tlsCertificateRequired,
 	pkiMismatch,

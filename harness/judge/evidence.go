@@ -33,6 +33,8 @@ func FromHistory(h history.History, opts Options) *Evidence {
 		promotedAt:   map[string]time.Duration{},
 		refusalsFrom: map[string]time.Duration{},
 		startedAt:    map[string]time.Duration{},
+		EtcdFailed:   map[string]ServiceAt{},
+		EtcdCrashes:  map[string][]ServiceAt{},
 		Scale:        scale,
 		Snapshot:     opts.Snapshot,
 	}
@@ -56,6 +58,8 @@ func FromHistory(h history.History, opts Options) *Evidence {
 			ev.Calls = append(ev.Calls, CallAt{Call: *e.Call, Node: e.Node, At: e.At()})
 		case e.Observed != nil:
 			n := e.Observed
+
+			ev.etcdService(n, e.At())
 
 			if from, ok := mode[n.Name]; !ok || from != n.Mode {
 				if !ok {
@@ -130,6 +134,30 @@ func (ev *Evidence) memberships(nodes []history.Node, cur *history.Observation, 
 		}
 	}
 }
+
+// etcdService notes a look at a node's etcd service that failed or is
+// waiting to be restarted by restart.Forever.
+func (ev *Evidence) etcdService(n *history.NodeObservation, at time.Duration) {
+	if n.Etcd == nil {
+		return
+	}
+
+	switch s := *n.Etcd; {
+	case s.State == "Failed":
+		if _, ok := ev.EtcdFailed[n.Name]; !ok {
+			ev.EtcdFailed[n.Name] = ServiceAt{Service: s, At: at}
+		}
+	case strings.Contains(s.Message, restartForever):
+		crashes := ev.EtcdCrashes[n.Name]
+		if len(crashes) == 0 || crashes[len(crashes)-1].Message != s.Message || crashes[len(crashes)-1].State != s.State {
+			ev.EtcdCrashes[n.Name] = append(crashes, ServiceAt{Service: s, At: at})
+		}
+	}
+}
+
+// restartForever is in the message restart.Forever leaves on a service whose
+// task exited (internal/app/machined/pkg/system/runner/restart/restart.go).
+const restartForever = "going to restart forever"
 
 // nodeOf maps a member to its node, by hostname or peer URL.
 func nodeOf(nodes []history.Node, m history.Member) string {

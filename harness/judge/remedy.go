@@ -80,6 +80,10 @@ func Remedy(d result.Diagnosis, obs *history.Observation) []string {
 		return []string{"talosctl validate --config <the node's machine config> --mode metal"}
 	case "apply-reply-lost":
 		return []string{fmt.Sprintf("talosctl -n %s version   # the config is applied: do not re-apply with --insecure", addr)}
+	case "etcd-failed":
+		return []string{fmt.Sprintf("talosctl -n %s reboot   # etcd starts again on the next boot; a stopped etcd cannot be started through the API", addr)}
+	case "etcd-crash-loop":
+		return append(learner(ownLearner), resetCommand(addr))
 	case "no-quorum":
 		return []string{"# bring the missing members back; if they are lost for good, restore from a snapshot:",
 			fmt.Sprintf("talosctl -n %s etcd snapshot db.snapshot", addr),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"regexp"
 	"slices"
 	"strings"
@@ -334,6 +335,13 @@ const (
 	staleAfter = 2 * time.Minute
 	// stuckAfter: past the 10-minute promote window a learner is never promoted.
 	stuckAfter = 11 * time.Minute
+	// rejoinAfter: a node rebooted or reset by a remedy is left alone this
+	// long (Talos time) to come back and join before it is judged again.
+	rejoinAfter = 5 * time.Minute
+	// crashRestarts: this many restarts of etcd by restart.Forever within
+	// crashWindow make a crash loop, not a hiccup (restarts come every 5 s).
+	crashRestarts = 3
+	crashWindow   = 2 * time.Minute
 )
 
 // waitVoters polls the member list until every control plane is a voting
@@ -354,6 +362,7 @@ func (r *Resilient) waitVoters(ctx context.Context, env *Env, boot target.Node) 
 	last := ""
 	learnerSince := map[uint64]time.Time{}
 	handled := map[uint64]bool{}
+	remedied := map[string]time.Time{}
 
 	for {
 		callCtx, cancel := context.WithTimeout(ctx, r.callTimeout(env))
@@ -403,6 +412,12 @@ func (r *Resilient) waitVoters(ctx context.Context, env *Env, boot target.Node) 
 				return nil
 			}
 
+			for _, name := range missing {
+				if err := r.restartStuck(ctx, env, sec, members, name, remedied); err != nil {
+					return err
+				}
+			}
+
 			state = fmt.Sprintf("voters [%s] learners [%s] waiting for [%s]", strings.Join(voters, " "), strings.Join(learners, " "), strings.Join(missing, " "))
 		}
 
@@ -429,6 +444,17 @@ func (*Resilient) Remedies() []Remedy {
 		Action: "remove it and wipe its node's EPHEMERAL partition, so the node reboots and joins afresh",
 		Command: "talosctl -n <bootstrap node> etcd remove-member <member id> && " +
 			"talosctl -n <learner's node> reset --system-labels-to-wipe EPHEMERAL --reboot --graceful=false",
+	}, {
+		When: "a control plane is not a voter and its etcd service is Failed (its join loop gave up after 30 minutes, or its pre stage failed): " +
+			"Talos starts etcd again only on the next boot, 70 minutes in when the boot times out",
+		Action:  "reboot the node; its join runs again",
+		Command: "talosctl -n <node> reboot",
+	}, {
+		When: fmt.Sprintf("a control plane is not a voter and its etcd has been restarted %d times within %s (crash loop: its data disagrees with the cluster)",
+			crashRestarts, crashWindow),
+		Action: "remove its member if listed, wipe its EPHEMERAL partition and reboot it, so it joins afresh",
+		Command: "talosctl -n <bootstrap node> etcd remove-member <member id> && " +
+			"talosctl -n <node> reset --system-labels-to-wipe EPHEMERAL --reboot --graceful=false",
 	}}
 }
 
@@ -501,6 +527,125 @@ func (r *Resilient) unblock(ctx context.Context, env *Env, sec *client.Client, m
 	}
 
 	return false, nil
+}
+
+// restartStuck deals with a control plane that is not a voter and whose
+// etcd service will not make it one by itself, whatever the cluster's size:
+//   - Failed: the join loop gave up (30 minutes) or the pre stage failed.
+//     Talos starts etcd again only on the next boot (ServiceRestart of a
+//     stopped etcd is an APIStart, which etcd does not allow:
+//     internal/app/machined/pkg/system/system.go APIRestart), or 70 minutes
+//     into the boot when the boot times out. Reboot the node: its join runs
+//     again.
+//   - crash-looping: restart.Forever has restarted etcd crashRestarts times
+//     ("going to restart forever"): its data directory disagrees with the
+//     cluster (a removed member, a member list of another size). Remove its
+//     member if the cluster still lists it, wipe EPHEMERAL and reboot, so it
+//     joins afresh.
+//
+// A node is remedied at most once per rejoinAfter: a rebooted node takes
+// that long to come back and join.
+func (r *Resilient) restartStuck(ctx context.Context, env *Env, sec *client.Client, members []*machine.EtcdMember, name string, remedied map[string]time.Time) error {
+	node, ok := env.node(name)
+	if !ok || time.Since(remedied[name]) < env.d(rejoinAfter) {
+		return nil
+	}
+
+	nc, err := env.secure(ctx, node)
+	if err != nil {
+		return nil //nolint:nilerr // down (rebooting): nothing to do yet
+	}
+	defer nc.Close() //nolint:errcheck
+
+	svc, err := r.etcdService(ctx, env, nc)
+	if err != nil {
+		return nil //nolint:nilerr // not answering: nothing to decide on
+	}
+
+	// Restarts within crashWindow of the service's last event (the node's
+	// own clock), while it is not healthy: a loop going on now, not crashes
+	// a fault caused long ago.
+	evs := svc.GetEvents().GetEvents()
+	crashes, last := 0, ""
+
+	if len(evs) > 0 && !svc.GetHealth().GetHealthy() {
+		newest := evs[len(evs)-1].GetTs().AsTime()
+		last = evs[len(evs)-1].GetMsg()
+
+		for _, e := range evs {
+			if strings.Contains(e.GetMsg(), "going to restart forever") && newest.Sub(e.GetTs().AsTime()) <= env.d(crashWindow) {
+				crashes++
+			}
+		}
+	}
+
+	switch {
+	case svc.GetState() == "Failed":
+		what := fmt.Sprintf("reboot %s: its etcd service is Failed (%s) and Talos starts it again only on the next boot", name, last)
+		if !env.Destructive {
+			return env.withhold(name, what, "talosctl -n "+node.Address+" reboot")
+		}
+
+		remedied[name] = time.Now()
+
+		callCtx, cancel := context.WithTimeout(ctx, r.callTimeout(env))
+		defer cancel()
+
+		env.Log.Add(name, "orchestrator.remedy", what)
+		env.call(name, "Reboot (etcd Failed: join again)", nc.Reboot(callCtx))
+	case crashes >= crashRestarts:
+		what := fmt.Sprintf("wipe %s's etcd data and reboot it: etcd crashed %d times (%s)", name, crashes, last)
+
+		boot := env.BootstrapNode
+		if n, ok := env.node(boot); ok {
+			boot = n.Address
+		}
+
+		member := memberOf(members, name, node.Address)
+
+		command := "talosctl -n " + node.Address + " reset --system-labels-to-wipe EPHEMERAL --reboot --graceful=false"
+		if member != nil {
+			command = fmt.Sprintf("talosctl -n %s etcd remove-member %016x && %s", boot, member.GetId(), command)
+		}
+
+		if !env.Destructive {
+			return env.withhold(name, what, command)
+		}
+
+		remedied[name] = time.Now()
+
+		env.Log.Add(name, "orchestrator.remedy", what)
+
+		if member != nil {
+			err := r.removeMember(ctx, env, sec, member)
+			env.call(env.BootstrapNode, fmt.Sprintf("EtcdRemoveMemberByID %016x (%s, crash-looping)", member.GetId(), name), err)
+		}
+
+		callCtx, cancel := context.WithTimeout(ctx, r.callTimeout(env))
+		defer cancel()
+
+		_, err := nc.ResetGenericWithResponse(callCtx, &machine.ResetRequest{
+			Graceful:               false,
+			Reboot:                 true,
+			SystemPartitionsToWipe: []*machine.ResetPartitionSpec{{Label: "EPHEMERAL", Wipe: true}},
+		})
+		env.call(name, "Reset (wipe EPHEMERAL, reboot, re-join: etcd crash-looping)", err)
+	}
+
+	return nil
+}
+
+// memberOf is the node's member in the list, by name or peer URL.
+func memberOf(members []*machine.EtcdMember, name, address string) *machine.EtcdMember {
+	peer := "https://" + net.JoinHostPort(address, "2380")
+
+	for _, m := range members {
+		if m.GetHostname() == name || slices.Contains(m.GetPeerUrls(), peer) {
+			return m
+		}
+	}
+
+	return nil
 }
 
 // runsEtcd reports whether the node that advertises the learner's peer URL

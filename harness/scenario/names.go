@@ -85,6 +85,8 @@ var DiagnosisCodes = []string{
 	"no-quorum",
 	"api-unreachable",
 	"learner-promotion-pending",
+	"etcd-failed",
+	"etcd-crash-loop",
 }
 
 // NodeNames lists the cluster's nodes: control planes cp1..cpN, then workers w1..wM.

@@ -1,0 +1,54 @@
+package judge
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/talchaos/talchaos/harness/result"
+)
+
+// etcdFailed: a node's etcd service went Failed — its join loop gave up
+// after 30 minutes, or its pre stage failed. Talos does not start it again
+// until the node boots again: 70 minutes into a boot that never completes
+// (BootTimeout), or a reboot. A user's script waiting for voters waits in
+// vain meanwhile.
+func etcdFailed(ev *Evidence) []result.Diagnosis {
+	var out []result.Diagnosis
+
+	for _, node := range slices.Sorted(maps.Keys(ev.EtcdFailed)) {
+		s := ev.EtcdFailed[node]
+
+		out = append(out, diag("etcd-failed", node,
+			node+"'s etcd service failed; Talos starts it again only when the node boots again (a reboot, or 70 minutes into a boot that never completes)",
+			fmt.Sprintf("etcd Failed: %s (at %s)", s.Message, ev.talosTime(s.At)), ev.Now))
+	}
+
+	return out
+}
+
+// crashLoopAt is how many restarts after an exit make a crash loop.
+const crashLoopAt = 3
+
+// etcdCrashLoop: a node's etcd keeps exiting and being restarted by
+// restart.Forever, every 5 s, for good: its data directory disagrees with
+// the cluster (a member removed while its data was kept, a member list of
+// another size). Only wiping the data (reset EPHEMERAL) ends it.
+func etcdCrashLoop(ev *Evidence) []result.Diagnosis {
+	var out []result.Diagnosis
+
+	for _, node := range slices.Sorted(maps.Keys(ev.EtcdCrashes)) {
+		crashes := ev.EtcdCrashes[node]
+		if len(crashes) < crashLoopAt {
+			continue
+		}
+
+		last := crashes[len(crashes)-1]
+
+		out = append(out, diag("etcd-crash-loop", node,
+			fmt.Sprintf("%s's etcd exited and was restarted at least %d times: its data does not fit the cluster, and restarting cannot fix that", node, len(crashes)),
+			fmt.Sprintf("etcd %s: %s (at %s)", last.State, last.Message, ev.talosTime(last.At)), ev.Now))
+	}
+
+	return out
+}
