@@ -1,0 +1,406 @@
+// Command bench measures talchaos on this machine and prints one table
+// (`make bench`): the time to the outcome of every built-in scenario, the
+// happy path's formation against bare embedded etcd members forming the same
+// way (the floor), a 7-control-plane + 50-worker cluster's memory and
+// formation time, and a 20-seed hunt at one seed at a time and at the default
+// parallelism.
+//
+// It drives the built binary (-bin), as a user would, so that wall times and
+// the peak RSS are those of a real talchaos process; only the floor runs in
+// this process, since it is etcd alone.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/talchaos/talchaos/scenarios"
+)
+
+func main() {
+	bin := flag.String("bin", "bin/talchaos", "the talchaos binary")
+	runs := flag.Int("runs", 5, "runs per scenario (the median is shown)")
+	only := flag.String("only", "", "comma-separated figures to measure: scenarios, floor, size, hunt (default: all)")
+	list := flag.String("scenarios", "", "comma-separated built-in scenarios (default: all)")
+	flag.Parse()
+
+	abs, err := filepath.Abs(*bin)
+	if err != nil {
+		fail(err)
+	}
+
+	work, err := os.MkdirTemp("", "talchaos-bench-")
+	if err != nil {
+		fail(err)
+	}
+	defer os.RemoveAll(work) //nolint:errcheck
+
+	b := &bench{bin: abs, work: work, runs: *runs}
+
+	want := func(name string) bool { return *only == "" || slices.Contains(strings.Split(*only, ","), name) }
+
+	names := scenarios.Names()
+	if *list != "" {
+		names = strings.Split(*list, ",")
+	}
+
+	fmt.Printf("talchaos bench on %d cores, %s/%s, %s\n\n", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, time.Now().UTC().Format("2006-01-02"))
+
+	var rows [][]string
+
+	if want("scenarios") {
+		rows = append(rows, b.scenarios(names)...)
+	}
+
+	if want("floor") {
+		rows = append(rows, b.floor()...)
+	}
+
+	if want("size") {
+		rows = append(rows, b.size()...)
+	}
+
+	if want("hunt") {
+		rows = append(rows, b.hunt()...)
+	}
+
+	fmt.Println("| figure | measured | goal |")
+	fmt.Println("|---|---|---|")
+
+	for _, r := range rows {
+		fmt.Printf("| %s | %s | %s |\n", r[0], r[1], r[2])
+	}
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "bench:", err)
+	os.Exit(3)
+}
+
+type bench struct {
+	bin  string
+	work string
+	runs int
+}
+
+// talchaos runs the binary in dir and returns its wall time and peak RSS.
+func (b *bench) talchaos(dir string, args ...string) (time.Duration, int64, []byte, error) {
+	cmd := exec.Command(b.bin, args...)
+	cmd.Dir = dir
+
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	wall := time.Since(start)
+
+	var rss int64
+	if cmd.ProcessState != nil {
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			rss = ru.Maxrss * 1024 // kilobytes on Linux
+		}
+	}
+
+	// Exit 1 is a scenario whose expectations did not hold: still measured.
+	if ee := (*exec.ExitError)(nil); err != nil && (!asExit(err, &ee) || ee.ExitCode() != 1) {
+		return wall, rss, out, fmt.Errorf("talchaos %s: %w\n%s", strings.Join(args, " "), err, out)
+	}
+
+	return wall, rss, out, nil
+}
+
+func asExit(err error, ee **exec.ExitError) bool {
+	e, ok := err.(*exec.ExitError) //nolint:errorlint // exec returns it unwrapped
+	if ok {
+		*ee = e
+	}
+
+	return ok
+}
+
+// huntJSON is the part of hunt.json read here.
+type huntJSON struct {
+	WallMs  int64 `json:"wallMs"`
+	Summary struct {
+		Runs   int   `json:"runs"`
+		Passed int   `json:"passed"`
+		P50Ms  int64 `json:"p50Ms"`
+	} `json:"summary"`
+	Runs []struct {
+		Seed    int64  `json:"seed"`
+		Verdict string `json:"verdict"`
+	} `json:"runs"`
+}
+
+func (b *bench) hunt1(name, seeds string, parallel int) (*huntJSON, error) {
+	dir := filepath.Join(b.work, fmt.Sprintf("hunt-%s-%s-p%d", name, seeds, parallel))
+
+	args := []string{"hunt", name, "--seeds", seeds, "--report-dir", dir}
+	if parallel > 0 {
+		args = append(args, "--parallel", fmt.Sprint(parallel))
+	}
+
+	if _, _, _, err := b.talchaos(b.work, args...); err != nil {
+		return nil, err
+	}
+
+	data, err := os.ReadFile(filepath.Join(dir, "hunt.json"))
+	if err != nil {
+		return nil, err
+	}
+
+	var h huntJSON
+	if err := json.Unmarshal(data, &h); err != nil {
+		return nil, err
+	}
+
+	os.RemoveAll(dir) //nolint:errcheck // reports of many runs: keep the temp dir small
+
+	return &h, nil
+}
+
+// scenarios is figure 1: each built-in's median time to the outcome over
+// b.runs seeds, two at a time (this machine's cores).
+func (b *bench) scenarios(names []string) [][]string {
+	var rows [][]string
+
+	for _, name := range names {
+		fmt.Fprintf(os.Stderr, "bench: %s, seeds 1-%d\n", name, b.runs)
+
+		h, err := b.hunt1(name, fmt.Sprintf("1-%d", b.runs), 2)
+		if err != nil {
+			rows = append(rows, []string{"1. time to the outcome: " + name, "error: " + firstLine(err), "seconds"})
+
+			continue
+		}
+
+		rows = append(rows, []string{
+			"1. time to the outcome: " + name,
+			fmt.Sprintf("median %.1f s (%d of %d passed)", float64(h.Summary.P50Ms)/1000, h.Summary.Passed, h.Summary.Runs),
+			"seconds, not 5–40 minutes",
+		})
+	}
+
+	return rows
+}
+
+func firstLine(err error) string {
+	s, _, _ := strings.Cut(err.Error(), "\n")
+
+	return s
+}
+
+// hunt is figure 4: 20 seeds of too-many-learners at one seed at a time and
+// at the default parallelism.
+func (b *bench) hunt() [][]string {
+	var rows [][]string
+
+	var verdicts [2][]string
+
+	for i, p := range []int{1, 0} {
+		label := "--parallel 1"
+		if p == 0 {
+			label = "default --parallel"
+		}
+
+		fmt.Fprintf(os.Stderr, "bench: hunt too-many-learners --seeds 1-20, %s\n", label)
+
+		h, err := b.hunt1("too-many-learners", "1-20", p)
+		if err != nil {
+			rows = append(rows, []string{"4. hunt too-many-learners --seeds 1-20, " + label, "error: " + firstLine(err), ""})
+
+			continue
+		}
+
+		for _, r := range h.Runs {
+			verdicts[i] = append(verdicts[i], fmt.Sprintf("%d:%s", r.Seed, r.Verdict))
+		}
+
+		goal := ""
+		if p == 0 {
+			goal = "under 3 min, same verdicts as --parallel 1"
+		}
+
+		rows = append(rows, []string{
+			"4. hunt too-many-learners --seeds 1-20, " + label,
+			fmt.Sprintf("%.0f s wall, rate %.2f", float64(h.WallMs)/1000, float64(h.Summary.Passed)/float64(max(h.Summary.Runs, 1))),
+			goal,
+		})
+	}
+
+	if len(verdicts[0]) > 0 && len(verdicts[1]) > 0 {
+		same := "same verdicts"
+		if !slices.Equal(verdicts[0], verdicts[1]) {
+			same = "verdicts differ: " + strings.Join(verdicts[0], " ") + " vs " + strings.Join(verdicts[1], " ")
+		}
+
+		rows[len(rows)-1][1] += ", " + same
+	}
+
+	return rows
+}
+
+// size is figure 3: peak RSS and formation time of 7 control planes and 50
+// workers.
+func (b *bench) size() [][]string {
+	fmt.Fprintln(os.Stderr, "bench: 7 control planes + 50 workers")
+
+	file := filepath.Join(b.work, "seven-fifty.yaml")
+	if err := os.WriteFile(file, []byte(sevenFifty), 0o600); err != nil {
+		fail(err)
+	}
+
+	dir := filepath.Join(b.work, "seven-fifty")
+
+	wall, rss, _, err := b.talchaos(b.work, "run", file, "--report-dir", dir)
+	if err != nil {
+		return [][]string{{"3. 7 control planes + 50 workers", "error: " + firstLine(err), "under 1 GiB"}}
+	}
+
+	rep, err := readReport(filepath.Join(dir, "report.json"))
+	if err != nil {
+		fail(err)
+	}
+
+	formed := "not formed"
+	if last := rep.lastPromotion(); last > 0 {
+		formed = fmt.Sprintf("formed %.1f s after bootstrap", (last - rep.bootstrapMs()).Seconds())
+	}
+
+	return [][]string{{
+		"3. 7 control planes + 50 workers",
+		fmt.Sprintf("peak RSS %.0f MiB; %s; verdict %s in %.0f s", float64(rss)/(1<<20), formed, rep.Verdict, wall.Seconds()),
+		"under 1 GiB",
+	}}
+}
+
+const sevenFifty = `apiVersion: talchaos/v1
+kind: Scenario
+name: seven-fifty
+talos: v1.12
+timeScale: 60
+cluster:
+  controlPlanes: 7
+  workers: 50
+orchestrator:
+  name: resilient
+expect:
+  within: 30m
+  converged: true
+  voters: 7
+  learners: 0
+`
+
+// report is the part of report.json read here.
+type report struct {
+	Verdict string `json:"verdict"`
+	Outcome struct {
+		Promotions []struct {
+			PromotedMs int64 `json:"promotedMs"`
+		} `json:"promotions"`
+	} `json:"outcome"`
+	History struct {
+		Entries []struct {
+			WallMs int64 `json:"wallMs"`
+			Call   *struct {
+				RPC  string `json:"rpc"`
+				Code string `json:"code"`
+			} `json:"call"`
+		} `json:"entries"`
+	} `json:"history"`
+}
+
+func readReport(path string) (*report, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+
+	var r report
+
+	return &r, json.Unmarshal(data, &r)
+}
+
+// bootstrapMs is when the Bootstrap call that succeeded returned.
+func (r *report) bootstrapMs() time.Duration {
+	for _, e := range r.History.Entries {
+		if e.Call != nil && e.Call.RPC == "Bootstrap" && e.Call.Code == "OK" {
+			return time.Duration(e.WallMs) * time.Millisecond
+		}
+	}
+
+	return 0
+}
+
+// lastPromotion is when the last learner was seen promoted (0: one never was).
+func (r *report) lastPromotion() time.Duration {
+	var last int64
+
+	for _, p := range r.Outcome.Promotions {
+		if p.PromotedMs < 0 {
+			return 0
+		}
+
+		last = max(last, p.PromotedMs)
+	}
+
+	return time.Duration(last) * time.Millisecond
+}
+
+// floor is figure 2: the happy path's formation (bootstrap to the last
+// promotion) over bare embedded etcd members forming the same way.
+func (b *bench) floor() [][]string {
+	var simTimes, bareTimes []time.Duration
+
+	for i := range b.runs {
+		fmt.Fprintf(os.Stderr, "bench: happy path on the sim and bare etcd, seed %d\n", i+1)
+
+		dir := filepath.Join(b.work, fmt.Sprintf("happy-%d", i))
+		if _, _, _, err := b.talchaos(b.work, "run", "happy-path", "--seed", fmt.Sprint(i+1), "--report-dir", dir); err != nil {
+			return [][]string{{"2. happy path on the sim ÷ bare etcd", "error: " + firstLine(err), "≤ 1.3"}}
+		}
+
+		rep, err := readReport(filepath.Join(dir, "report.json"))
+		if err != nil {
+			fail(err)
+		}
+
+		if last := rep.lastPromotion(); last > 0 {
+			simTimes = append(simTimes, last-rep.bootstrapMs())
+		}
+
+		d, err := bareFormation(context.Background(), filepath.Join(b.work, fmt.Sprintf("bare-%d", i)), 3, 60, uint64(i+1))
+		if err != nil {
+			return [][]string{{"2. happy path on the sim ÷ bare etcd", "error: " + firstLine(err), "≤ 1.3"}}
+		}
+
+		bareTimes = append(bareTimes, d)
+	}
+
+	if len(simTimes) == 0 {
+		return [][]string{{"2. happy path on the sim ÷ bare etcd", "the sim never formed", "≤ 1.3"}}
+	}
+
+	s, e := median(simTimes), median(bareTimes)
+
+	return [][]string{{
+		"2. happy path on the sim ÷ bare etcd (formation, median of " + fmt.Sprint(b.runs) + ")",
+		fmt.Sprintf("%.2f (sim %.2f s, bare etcd %.2f s)", s.Seconds()/e.Seconds(), s.Seconds(), e.Seconds()),
+		"≤ 1.3",
+	}}
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+
+	return s[len(s)/2]
+}
