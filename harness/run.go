@@ -84,6 +84,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*result.Resu
 		Replay:    opts.Replay,
 
 		ScenarioTimeScale: sc.TimeScale,
+		ClockFloors:       clockFloors(opts.Target, sc),
 		Tool:              buildinfo.Read(),
 		Description:       sc.Description,
 		Reproduces:        sc.Reproduces,
@@ -415,4 +416,20 @@ func IsInputError(err error) bool {
 	var ses scenario.Errors
 
 	return errors.As(err, &ie) || errors.As(err, &se) || errors.As(err, &ses)
+}
+
+// clockFloors is what the target says it cannot scale, for the report.
+func clockFloors(tgt target.Target, sc *scenario.Scenario) []result.ClockFloor {
+	f, ok := tgt.(target.ClockFloorer)
+	if !ok {
+		return nil
+	}
+
+	var out []result.ClockFloor
+
+	for _, c := range f.ClockFloors(sc) {
+		out = append(out, result.ClockFloor{What: c.What, TalosMs: c.Talos.Milliseconds(), ModelledMs: c.Modelled.Milliseconds()})
+	}
+
+	return out
 }

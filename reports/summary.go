@@ -174,6 +174,11 @@ func Markdown(r *result.Result) string {
 		fmt.Fprintf(&b, "- **Time scale:** %s\n", strconv.FormatFloat(r.TimeScale, 'g', -1, 64))
 	}
 
+	for _, f := range r.ClockFloors {
+		fmt.Fprintf(&b, "- **Clock floor:** %s lasts %s of Talos time here, %s on a real node\n",
+			f.What, time.Duration(f.ModelledMs)*time.Millisecond, time.Duration(f.TalosMs)*time.Millisecond)
+	}
+
 	if r.Tool.Version != "" {
 		fmt.Fprintf(&b, "- **Tool:** %s\n", mdCode(r.Tool.String(), false))
 	}

@@ -332,7 +332,7 @@ func (c *Cluster) newNode(ip, name string) (*Node, error) {
 		role:     target.Worker,
 		override: c.sc.Cluster.Nodes[name],
 		dir:      filepath.Join(c.dir, name),
-		machined: talosapi.NewLogBuffer(4096),
+		machined: talosapi.NewLogBuffer(4096).Prefixed("[talos] "),
 		etcdLog:  talosapi.NewLogBuffer(4096),
 		seed:     uint64(c.seed),
 		bootCtx:  c.ctx,
@@ -380,7 +380,8 @@ func (c *Cluster) newNode(ip, name string) (*Node, error) {
 		Version: c.profile.Version,
 		Router:  c,
 		// trustd on the control planes signs workers' API certificates with the OS CA.
-		TrustdCA: c.bundle.Certs.OS,
+		TrustdCA:  c.bundle.Certs.OS,
+		TimeScale: c.scale,
 	})
 	if err != nil {
 		return nil, err

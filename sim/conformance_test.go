@@ -278,9 +278,18 @@ func TestConformanceOfEtcdAndMaintenanceRPCs(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// A running etcd is stopped with SIGTERM, then finishes
+	// (runner/containerd/containerd.go Run, system.go Start).
 	for _, svc := range svcs.Messages[0].Services {
-		if svc.Id == "etcd" && svc.State != "Finished" {
-			t.Errorf("etcd on %s after leaving: %s, want Finished", cp2.Name, svc.State)
+		if svc.Id != "etcd" {
+			continue
+		}
+
+		evs := svc.Events.Events
+		if svc.State != "Finished" || len(evs) < 2 ||
+			!strings.HasPrefix(evs[len(evs)-2].Msg, "Sending SIGTERM to task etcd (PID ") || !strings.HasSuffix(evs[len(evs)-2].Msg, ", container etcd)") ||
+			evs[len(evs)-2].State != "Stopping" || evs[len(evs)-1].Msg != "Service finished successfully" {
+			t.Errorf("etcd on %s after leaving: %s %v, want Stopping \"Sending SIGTERM to task etcd (PID n, container etcd)\" then Finished", cp2.Name, svc.State, evs)
 		}
 	}
 

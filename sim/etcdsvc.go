@@ -2,8 +2,10 @@ package sim
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"time"
@@ -46,10 +48,11 @@ func (n *Node) startEtcdService(bootstrap bool) *etcdRun {
 
 		err := n.etcdMain(ctx, run)
 
-		switch {
-		case err == nil || ctx.Err() != nil:
+		// system.go Start: a run that returned an error fails with it, a
+		// stop in the conditions or the pre stage included.
+		if err == nil {
 			run.svc.update(stateFinished, "Service finished successfully")
-		default:
+		} else {
 			run.svc.update(stateFailed, "%s", failedMessage(err))
 		}
 	})
@@ -67,25 +70,24 @@ func (n *Node) etcdMain(ctx context.Context, run *etcdRun) error {
 	svc := run.svc
 
 	svc.update(stateStarting, "Starting service")
-	svc.update(stateWaiting, `Waiting for service "cri" to be "up", time sync, network, etcd spec`)
 
-	if !n.sleep(ctx, n.c.d(n.c.profile.ServiceWait)) {
-		return nil
+	if !n.waitConditions(ctx, svc, etcdWaits) {
+		// ServiceRunner.Run: the condition's Wait ends with the stop's
+		// cancellation (conditions.WaitForAll collapses to it).
+		return fmt.Errorf("condition failed: %w", context.Canceled)
 	}
 
 	svc.update(statePreparing, "Running pre state")
 
-	// PreFunc: pull the image, then decide how etcd starts.
+	// PreFunc: pull the image, then decide how etcd starts. A stop cancels
+	// PreFunc's context: the service fails with what PreFunc returned
+	// (service_runner.go Run), it does not finish.
 	if !n.sleep(ctx, n.c.d(n.override.EtcdImagePull.Duration)) {
-		return nil
+		return fmt.Errorf("failed to run pre stage: failed to pull image %q: %w", n.c.profile.EtcdImage, context.Canceled)
 	}
 
 	args, err := n.etcdArgs(ctx, run.bootstrap)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-
 		return fmt.Errorf("failed to run pre stage: %w", err)
 	}
 
@@ -102,6 +104,9 @@ func (n *Node) etcdMain(ctx context.Context, run *etcdRun) error {
 	healthCtx, healthCancel := context.WithCancel(ctx)
 	defer healthCancel()
 
+	// svcrunner.run starts health.Run, whose first act is Init ("Unknown"),
+	// as it starts the task: the health is Unknown, not blank, once Running.
+	svc.initHealth()
 	n.goBoot(func() { n.healthLoop(healthCtx, svc) })
 
 	// restart.Forever around the container runner.
@@ -123,6 +128,49 @@ func (n *Node) etcdMain(ctx context.Context, run *etcdRun) error {
 			return nil
 		}
 	}
+}
+
+// etcdWaits is what etcd's service waits for before its pre stage, in the
+// order the conditions are met: ServiceRunner.Run puts the volume mounts
+// ("/var/lib", then constants.EtcdDataVolumeID, mounted one by one) before
+// the dependency on "cri" and the service's own Condition (time sync,
+// network, etcd spec; services/etcd.go Condition, Volumes, DependsOn); each
+// condition leaves the description (conditions.WaitForAll String) once met.
+var etcdWaits = []string{
+	`volumes /var/lib, ETCD to be mounted, service "cri" to be "up", time sync, network, etcd spec`,
+	`volumes ETCD to be mounted, service "cri" to be "up", time sync, network, etcd spec`,
+	`service "cri" to be "up", etcd spec`,
+	`service "cri" to be "up"`,
+}
+
+// kubeletWaits is kubelet's (services/kubelet.go Volumes, Condition).
+var kubeletWaits = []string{
+	`volumes /var/lib, /var/lib/kubelet, /var/log, /var/log/audit, /var/log/containers, /var/log/pods, /var/lib/kubelet/seccomp, /var/lib/kubelet/seccomp/profiles, /var/log/audit/kube, /var/mnt to be mounted, service "cri" to be "up", time sync, network`,
+	`volumes /var/mnt to be mounted, service "cri" to be "up", time sync, network`,
+	`service "cri" to be "up"`,
+	`service "cri" to be "up"`,
+}
+
+// waitConditions is ServiceRunner.waitFor: "Waiting for <description>", then
+// a new Waiting event each time the description changed, checked once a
+// second (WaitConditionCheckInterval). The whole wait is the profile's
+// ServiceWait. It reports false when the service was stopped meanwhile.
+func (n *Node) waitConditions(ctx context.Context, svc *service, steps []string) bool {
+	step := n.c.d(n.c.profile.ServiceWait) / time.Duration(len(steps))
+	last := ""
+
+	for _, desc := range steps {
+		if desc != last {
+			svc.update(stateWaiting, "Waiting for %s", desc)
+			last = desc
+		}
+
+		if !n.sleep(ctx, step) {
+			return false
+		}
+	}
+
+	return true
 }
 
 // etcdStartArgs are the flags Talos computed for etcd in the pre stage.
@@ -386,10 +434,10 @@ func (n *Node) attemptPromote(ctx context.Context, endpoint string, memberID uin
 
 // healthLoop is the service health check: a linearizable read of "health" on the
 // local member, first after 5 s, then every 20 s, each bounded to 15 s.
+// The caller has initialised the health state (health.Run's Init), before
+// the task's Running event.
 func (n *Node) healthLoop(ctx context.Context, svc *service) {
 	p := n.c.profile
-
-	svc.initHealth()
 
 	if !n.sleep(ctx, n.c.d(p.HealthInitialDelay)) {
 		return
@@ -439,7 +487,13 @@ func (n *Node) healthLoop(ctx context.Context, svc *service) {
 
 // runEtcdOnce runs the etcd "container" until it exits or the service stops.
 func (n *Node) runEtcdOnce(ctx context.Context, svc *service, args etcdStartArgs) error {
-	cfg, err := n.embedConfig(args)
+	// The task's output goes to its log and to the last-log writer whose
+	// lines a failure quotes (runner/containerd/containerd.go Run).
+	var last lastLog
+
+	out := io.MultiWriter(n.etcdLog, &last)
+
+	cfg, err := n.embedConfig(args, out)
 	if err != nil {
 		return err
 	}
@@ -462,9 +516,9 @@ func (n *Node) runEtcdOnce(ctx context.Context, svc *service, args etcdStartArgs
 	}
 
 	if err != nil {
-		n.etcdLog.Printf(`{"level":"fatal","msg":"discovery failed","error":%q}`, err.Error())
+		fatalLine(out, "discovery failed", err)
 
-		return errors.New(`task "etcd" failed: exit code 1`)
+		return taskFailed(1, &last)
 	}
 
 	n.mu.Lock()
@@ -481,12 +535,17 @@ func (n *Node) runEtcdOnce(ctx context.Context, svc *service, args etcdStartArgs
 	case <-ctx.Done():
 		// A power cut or the simulator's own teardown kills the process;
 		// otherwise Talos stops it with SIGTERM and etcd hands over leadership.
-		closeEtcd(e, n.powerCut.Load() || n.c.ctx.Err() != nil)
+		killed := n.powerCut.Load() || n.c.ctx.Err() != nil
+		if !killed {
+			svc.update(stateStopping, "Sending SIGTERM to task etcd (PID %d, container etcd)", pid)
+		}
+
+		closeEtcd(e, killed)
 
 		return nil
 	case err := <-e.Err():
 		closeEtcd(e, false)
-		n.etcdLog.Printf(`{"level":"fatal","msg":"etcd exited","error":%q}`, fmt.Sprint(err))
+		fatalLine(out, "etcd exited", err)
 	case <-e.Server.StopNotify():
 		closeEtcd(e, false)
 	}
@@ -500,7 +559,25 @@ func (n *Node) runEtcdOnce(ctx context.Context, svc *service, args etcdStartArgs
 		code = 1
 	}
 
-	return fmt.Errorf(`task "etcd" failed: exit code %d`, code)
+	return taskFailed(code, &last)
+}
+
+// taskFailed is the containerd runner's error for a task that exited non-zero.
+func taskFailed(code int, last *lastLog) error {
+	return fmt.Errorf(`task "etcd" failed: exit code %d (last log %q)`, code, last.String())
+}
+
+// fatalLine writes the line etcd's zap logger writes before it exits, as
+// etcd's production JSON encoder formats it.
+func fatalLine(w io.Writer, msg string, err error) {
+	line, _ := json.Marshal(struct { //nolint:errchkjson // strings only
+		Level string `json:"level"`
+		TS    string `json:"ts"`
+		Msg   string `json:"msg"`
+		Error string `json:"error"`
+	}{"fatal", time.Now().UTC().Format("2006-01-02T15:04:05.000000Z0700"), msg, fmt.Sprint(err)})
+
+	fmt.Fprintf(w, "%s\n", line) //nolint:errcheck // a lost log line must not stop the node
 }
 
 // closeEtcd stops an embedded etcd, killed (no leadership transfer) or not.

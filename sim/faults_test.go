@@ -419,7 +419,9 @@ func TestNetworkAndProcessFaults(t *testing.T) {
 		inject(t, ctx, c, chaos.CrashEtcd{Node: "cp3"})
 
 		eventually(t, 30*time.Second, func() error {
-			return etcdEvent(ctx, cp3, `going to restart forever: task "etcd" failed: exit code 137`)
+			// The failure quotes the task's last log lines
+			// (runner/containerd/containerd.go Run, lastlog.go).
+			return etcdEvent(ctx, cp3, `going to restart forever: task "etcd" failed: exit code 137 (last log "{\"level\":`)
 		})
 		eventually(t, 30*time.Second, func() error { return etcdHealthy(ctx, cp3, true) })
 

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"io"
 	"math/rand/v2"
 	"net/url"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -576,9 +578,18 @@ func (n *Node) startServices() {
 
 	n.mu.Lock()
 	n.kubelet = kubelet
-	n.bootAllowed = true
 	ctx := n.bootCtx
 	n.mu.Unlock()
+
+	// Bootstrap is allowed once CRI is up (Runtime.IsBootstrapAllowed,
+	// v1alpha1_runtime.go), which is what the services wait for last.
+	n.goBoot(func() {
+		if n.sleep(ctx, n.c.d(n.c.profile.ServiceWait)) {
+			n.mu.Lock()
+			n.bootAllowed = true
+			n.mu.Unlock()
+		}
+	})
 
 	n.startKubelet(ctx, kubelet)
 
@@ -610,10 +621,9 @@ func (n *Node) startKubelet(ctx context.Context, svc *service) {
 // it runs and reports healthy.
 func (n *Node) runKubelet(ctx context.Context, svc *service) {
 	svc.update(stateStarting, "Starting service")
-	svc.update(stateWaiting, `Waiting for service "cri" to be "up", time sync, network`)
 
-	if !n.sleep(ctx, n.c.d(n.c.profile.ServiceWait)) {
-		svc.update(stateFinished, "Service finished successfully")
+	if !n.waitConditions(ctx, svc, kubeletWaits) {
+		svc.update(stateFailed, "Condition failed: context canceled")
 
 		return
 	}
@@ -638,6 +648,16 @@ func (n *Node) runKubelet(ctx context.Context, svc *service) {
 
 // refreshStatus recomputes MachineStatus after a service changed: a node reaches
 // stage "running" once etcd (control planes) and kubelet are up and healthy.
+//
+// The unmet conditions are MachineStatusController's
+// (internal/app/machined/pkg/controllers/runtime/machine_status.go): the
+// "services" check names each required service that is "not running" or
+// runs "not healthy" (a health not yet known is no problem there); the
+// sim has no Kubernetes, so until etcd and kubelet are healthy its node is
+// not Ready either, and "nodeReady" says the Node's status is not
+// available yet, as it reads before kubelet registers. apid, machined,
+// trustd and the time and network checks are always met here, and there is
+// no "staticPods" check.
 func (n *Node) refreshStatus() {
 	n.mu.Lock()
 	run, kubelet, stage := n.etcdRun, n.kubelet, n.stage
@@ -647,17 +667,27 @@ func (n *Node) refreshStatus() {
 		return
 	}
 
-	var unmet []runtime.UnmetCondition
+	var (
+		problems []string
+		waiting  bool
+	)
 
 	check := func(id string, s *service) {
 		if s == nil {
-			unmet = append(unmet, runtime.UnmetCondition{Name: "serviceNotReady", Reason: id + " is not running"})
+			problems = append(problems, id+" not running")
 
 			return
 		}
 
-		if state, healthy := s.status(); !healthy {
-			unmet = append(unmet, runtime.UnmetCondition{Name: "serviceNotReady", Reason: fmt.Sprintf("service %q is not healthy: %s", id, state)})
+		state, healthy := s.status()
+
+		switch {
+		case state != stateRunning:
+			problems = append(problems, id+" not running")
+		case !healthy && !s.healthUnknown():
+			problems = append(problems, id+" not healthy")
+		case !healthy:
+			waiting = true
 		}
 	}
 
@@ -671,6 +701,16 @@ func (n *Node) refreshStatus() {
 	}
 
 	check("kubelet", kubelet)
+
+	var unmet []runtime.UnmetCondition
+
+	if len(problems) > 0 {
+		unmet = append(unmet, runtime.UnmetCondition{Name: "services", Reason: strings.Join(problems, ", ")})
+	}
+
+	if len(problems) > 0 || waiting {
+		unmet = append(unmet, runtime.UnmetCondition{Name: "nodeReady", Reason: fmt.Sprintf("node %q status is not available yet", n.name)})
+	}
 
 	ready := len(unmet) == 0
 	if ready && stage == runtime.MachineStageBooting {
@@ -722,7 +762,7 @@ func (n *Node) writeMachineStatus(stage runtime.MachineStage, ready bool, unmet 
 }
 
 // embedConfig is the etcd command line Talos builds, as an embed.Config.
-func (n *Node) embedConfig(args etcdStartArgs) (*embed.Config, error) {
+func (n *Node) embedConfig(args etcdStartArgs, out io.Writer) (*embed.Config, error) {
 	cfg := embed.NewConfig()
 	cfg.Name = n.name
 	cfg.Dir = n.dataDir
@@ -765,15 +805,17 @@ func (n *Node) embedConfig(args etcdStartArgs) (*embed.Config, error) {
 		cfg.SnapshotCatchUpEntries = e.SnapshotCatchUpEntries
 	}
 
-	// Short raft timings so elections take milliseconds; no fsync: the data dir is scratch.
-	cfg.TickMs = 50
-	cfg.ElectionMs = 500
+	// etcd's raft timers scaled with the run, down to a floor (clock.go); no
+	// fsync: the data dir is scratch.
+	tick := etcdTick(n.c.scale)
+	cfg.TickMs = uint(tick.Milliseconds())
+	cfg.ElectionMs = uint((electionFactor * tick).Milliseconds())
 	cfg.UnsafeNoFsync = true
 	cfg.EnableGRPCGateway = false
 
 	logger := zap.New(zapcore.NewCore(
 		zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()),
-		zapcore.AddSync(n.etcdLog),
+		zapcore.AddSync(out),
 		zap.InfoLevel,
 	))
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(logger.WithOptions(

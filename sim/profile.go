@@ -43,6 +43,11 @@ type Profile struct {
 	// RestartInterval is restart.Forever's pause between runs of a failed service.
 	RestartInterval time.Duration
 
+	// EtcdImage is the etcd image the machine config defaults to
+	// (constants.EtcdImage and DefaultEtcdVersion of the profile's machinery):
+	// errors of the pre stage's pull name it.
+	EtcdImage string
+
 	// Simulated machine timings (not Talos timers, but scaled alike).
 	LeaveMaintenance time.Duration // from an accepted config to the API switching to mutual TLS
 	ServiceWait      time.Duration // a service's "Waiting for ..." stage
@@ -70,7 +75,7 @@ func baseProfile() Profile {
 		RestartInterval: 5 * time.Second,
 
 		LeaveMaintenance: 2 * time.Second,
-		ServiceWait:      time.Second,
+		ServiceWait:      4 * time.Second,
 		RebootDuration:   30 * time.Second,
 	}
 }
@@ -82,13 +87,17 @@ func ProfileFor(name string) (Profile, error) {
 	switch talosapi.Profile(name) {
 	case talosapi.V112:
 		p.Name, p.Version = talosapi.V112, "v1.12.6" // the source the profile is read from
+		p.EtcdImage = "registry.k8s.io/etcd:v3.6.8"
 	case talosapi.V113:
 		p.Name, p.Version = talosapi.V113, "v1.13.9"
+		p.EtcdImage = "registry.k8s.io/etcd:v3.6.12"
 	case talosapi.V114:
 		p.Name, p.Version = talosapi.V114, "v1.14.1"
+		p.EtcdImage = "registry.k8s.io/etcd:3.7.1"
 		p.AdoptUnnamedLearner = true
 	case talosapi.Main:
 		p.Name, p.Version = talosapi.Main, "v1.15.0-alpha.0"
+		p.EtcdImage = "registry.k8s.io/etcd:3.7.1"
 		p.AdoptUnnamedLearner = true
 		p.PromoteInterval = 2 * time.Second
 		p.PromoteAttemptTimeout = time.Minute

@@ -124,6 +124,14 @@ func (s *service) status() (state string, healthy bool) {
 	return s.state, s.state == stateRunning && s.healthy != nil && *s.healthy
 }
 
+// healthUnknown reports whether no health check has answered yet.
+func (s *service) healthUnknown() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+
+	return s.healthy == nil
+}
+
 func (s *service) proto() *machine.ServiceInfo {
 	s.mu.Lock()
 	defer s.mu.Unlock()

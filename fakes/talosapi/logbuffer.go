@@ -6,7 +6,6 @@ import (
 	"io"
 	"strings"
 	"sync"
-	"time"
 )
 
 // LogBuffer is a bounded, followable log of one service, like the circular
@@ -18,6 +17,7 @@ type LogBuffer struct {
 	max     int
 	notify  chan struct{}
 	tee     io.Writer
+	prefix  string
 }
 
 // NewLogBuffer keeps at most max lines.
@@ -25,9 +25,27 @@ func NewLogBuffer(max int) *LogBuffer {
 	return &LogBuffer{max: max, notify: make(chan struct{})}
 }
 
-// Printf appends one line in machined's log format (Go's standard log flags).
+// Prefixed makes Printf start every line with prefix and returns b. machined
+// on a metal node logs through go-kmsg's SetupLogger(nil, "[talos]", ...),
+// which sets the prefix "[talos] " and no date flags
+// (internal/app/machined/pkg/runtime/v1alpha1/v1alpha1_controller.go
+// setupLogging, siderolabs/go-kmsg kmsg.go).
+func (b *LogBuffer) Prefixed(prefix string) *LogBuffer {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+
+	b.prefix = prefix
+
+	return b
+}
+
+// Printf appends one line: the buffer's prefix, then the message.
 func (b *LogBuffer) Printf(format string, args ...any) {
-	b.Append(time.Now().Format("2006/01/02 15:04:05 ") + fmt.Sprintf(format, args...))
+	b.mu.Lock()
+	prefix := b.prefix
+	b.mu.Unlock()
+
+	b.Append(prefix + fmt.Sprintf(format, args...))
 }
 
 // Write appends each line of p; it lets the buffer back a logger.

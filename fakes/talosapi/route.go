@@ -8,11 +8,13 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/siderolabs/talos/pkg/machinery/api/common"
 	"github.com/siderolabs/talos/pkg/machinery/constants"
 	"github.com/siderolabs/talos/pkg/machinery/role"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
@@ -35,6 +37,29 @@ type Router interface {
 type peers struct {
 	mu    sync.Mutex
 	conns map[string]*grpc.ClientConn
+	scale float64 // Talos seconds per wall second
+}
+
+// connectFloor bounds from below the scaled connect timeout: a TLS handshake
+// over loopback on a loaded machine must not count as an unreachable peer.
+const connectFloor = 2 * time.Second
+
+// connectParams are apid's reconnect settings for a peer
+// (internal/app/apid/pkg/backend/apid.go GetConnection): gRPC's default
+// backoff with its delay capped at 15 s instead of 2 minutes, and a 20 s
+// minimum connect timeout, all in Talos time.
+func (p *peers) connectParams() grpc.ConnectParams {
+	scale := p.scale
+	if scale <= 0 {
+		scale = 1
+	}
+
+	d := func(talos time.Duration) time.Duration { return time.Duration(float64(talos) / scale) }
+
+	b := backoff.DefaultConfig
+	b.BaseDelay, b.MaxDelay = d(b.BaseDelay), d(15*time.Second)
+
+	return grpc.ConnectParams{Backoff: b, MinConnectTimeout: max(d(20*time.Second), connectFloor)}
 }
 
 func (p *peers) get(endpoint string, tlsConf *tls.Config) (*grpc.ClientConn, error) {
@@ -45,7 +70,8 @@ func (p *peers) get(endpoint string, tlsConf *tls.Config) (*grpc.ClientConn, err
 		return c, nil
 	}
 
-	c, err := grpc.NewClient("passthrough:///"+endpoint, grpc.WithTransportCredentials(credentials.NewTLS(tlsConf)))
+	c, err := grpc.NewClient("passthrough:///"+endpoint, grpc.WithTransportCredentials(credentials.NewTLS(tlsConf)),
+		grpc.WithConnectParams(p.connectParams()))
 	if err != nil {
 		return nil, err
 	}

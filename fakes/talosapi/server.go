@@ -42,6 +42,9 @@ type Options struct {
 	// TrustdCA signs the API certificate of nodes whose config holds no OS CA
 	// key (workers), as trustd on the control planes does.
 	TrustdCA *x509.PEMEncodedCertificateAndKey
+	// TimeScale is Talos seconds per wall second for the API's own timers
+	// (apid's reconnect backoff to its peers); 0 is real time.
+	TimeScale float64
 }
 
 // Server is one node's Talos API.
@@ -86,7 +89,7 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("maintenance certificate: %w", err)
 	}
 
-	return &Server{opts: opts, maintCert: *kp.Certificate}, nil
+	return &Server{opts: opts, maintCert: *kp.Certificate, peers: peers{scale: opts.TimeScale}}, nil
 }
 
 // SetHook installs (or with nil removes) the fault hook.

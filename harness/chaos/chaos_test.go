@@ -257,6 +257,7 @@ func TestValidation(t *testing.T) {
 		{"power-off", "{kind: power-off, node: cp2, port: talos-api, at: 0s}", `faults[0].port: "port" does not apply to kind power-off`},
 		{"wipe-etcd", "{kind: wipe-etcd, node: w1, at: 0s}", `faults[0].node: "w1" is a worker`},
 		{"reset-node", "{kind: reset-node, node: cp2, graceful: yes please, at: 0s}", `faults[0].graceful: expected true or false, got "yes please"`},
+		{"remove-member", "{kind: remove-member, node: w1, at: 0s}", `faults[0].node: "w1" is a worker, which runs no etcd: remove-member removes an etcd member`},
 		{"api-fail", "{kind: api-fail, node: cp2, rpc: ApplyConfiguration, code: OK, at: 0s}", "faults[0].code: OK is no failure"},
 		{"api-fail", "{kind: api-fail, node: cp2, rpc: ApplyConfiguration, code: Unavailable, count: 0.9, at: 0s}", `faults[0].count: expected an integer, got "0.9"`},
 		{"api-fail", "{kind: api-fail, node: cp2, rpc: ApplyConfiguration, code: Unavailable, port: talos-api, at: 0s}",

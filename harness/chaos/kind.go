@@ -58,6 +58,8 @@ var Kinds = []Kind{
 	PowerOff{},
 	WipeEtcd{},
 	ResetNode{},
+	// the cluster, as an operator changes it
+	RemoveMember{},
 	// the Talos API and the etcd calls a joining node makes
 	APIFail{},
 	APIDropReply{},

@@ -70,8 +70,9 @@ type Observer struct {
 	// answers is every node's newest answer, by when its poll started: a
 	// slow poll that started before a faster, later one (or before the final
 	// look) does not replace it.
-	answersMu sync.Mutex
-	answers   map[string]answer
+	answersMu   sync.Mutex
+	answers     map[string]answer
+	etcdAnswers map[string]etcdAnswer // control planes' etcd parts, polled apart
 }
 
 type nodeClients struct {
@@ -85,6 +86,7 @@ func NewObserver(ctx context.Context, nodes []target.Node, cfg *clientconfig.Con
 		nodes: nodes, cfg: cfg, log: log, rec: rec, interval: interval,
 		clients:      map[string]*nodeClients{},
 		answers:      map[string]answer{},
+		etcdAnswers:  map[string]etcdAnswer{},
 		lines:        map[string][]LogLine{},
 		learners:     map[string]time.Duration{},
 		refusalsFrom: map[string]time.Duration{},
@@ -183,7 +185,7 @@ func (o *Observer) Run(ctx context.Context) {
 
 			for ctx.Err() == nil {
 				started := o.log.Since()
-				no := o.pollNode(ctx, n)
+				no := o.pollNode(ctx, n, false)
 
 				// One failed look at a node that was answering is not yet a
 				// state: on a loaded machine a poll can time out. The next
@@ -204,6 +206,16 @@ func (o *Observer) Run(ctx context.Context) {
 				}
 			}
 		})
+	}
+
+	// etcd's own calls (status, member list) on a control plane are polled
+	// apart from its services: they block while its etcd is not answering
+	// (restarting, cut off), and a look at the services must not wait for
+	// them, or a crash loop between two slow looks goes unseen.
+	for _, n := range o.nodes {
+		if n.Role == target.ControlPlane {
+			pollers.Go(func() { o.pollEtcdLoop(ctx, n) })
+		}
 	}
 
 	defer pollers.Wait()
@@ -227,7 +239,8 @@ func (o *Observer) Run(ctx context.Context) {
 
 		o.answersMu.Lock()
 		for name, a := range o.answers {
-			obs.Nodes[name] = a.obs
+			e, ok := o.etcdAnswers[name]
+			obs.Nodes[name] = withEtcd(a.obs, e, ok)
 		}
 		o.answersMu.Unlock()
 
@@ -235,6 +248,72 @@ func (o *Observer) Run(ctx context.Context) {
 			o.record(ctx, obs)
 		}
 	}
+}
+
+// etcdAnswer is a control plane's etcd status and member list, from a poll
+// that started at `at`.
+type etcdAnswer struct {
+	at         time.Duration
+	status     *history.EtcdStatus
+	statusErr  string
+	members    []history.Member
+	membersErr string
+}
+
+// pollEtcdLoop polls a control plane's etcd while its last look showed etcd
+// Running; otherwise it forgets what it saw, so that a new run of etcd is not
+// shown with the members of the last one.
+func (o *Observer) pollEtcdLoop(ctx context.Context, n target.Node) {
+	for ctx.Err() == nil {
+		o.answersMu.Lock()
+		base := o.answers[n.Name].obs
+		o.answersMu.Unlock()
+
+		if base != nil && base.Mode == history.ModeConfigured && base.Etcd != nil && base.Etcd.State == "Running" {
+			started := o.log.Since()
+			a := o.pollEtcd(ctx, n, base.Etcd)
+			a.at = started
+
+			o.answersMu.Lock()
+			if cur, ok := o.etcdAnswers[n.Name]; !ok || cur.at <= started {
+				o.etcdAnswers[n.Name] = a
+			}
+			o.answersMu.Unlock()
+		} else {
+			o.answersMu.Lock()
+			delete(o.etcdAnswers, n.Name)
+			o.answersMu.Unlock()
+		}
+
+		select {
+		case <-ctx.Done():
+		case <-time.After(o.pollEvery(n)):
+		}
+	}
+}
+
+func (o *Observer) pollEtcd(ctx context.Context, n target.Node, svc *history.Service) etcdAnswer {
+	ctx, cancel := context.WithTimeout(ctx, pollTimeout)
+	defer cancel()
+
+	no := &history.NodeObservation{Etcd: svc}
+	fillEtcd(ctx, no, o.clients[n.Name].secure)
+
+	return etcdAnswer{status: no.Status, statusErr: no.StatusErr, members: no.Members, membersErr: no.MembersErr}
+}
+
+// withEtcd is a node's look with its etcd part (when its etcd runs and the
+// look has none of its own: a final look polls etcd itself).
+func withEtcd(no *history.NodeObservation, e etcdAnswer, ok bool) *history.NodeObservation {
+	if !ok || no == nil || no.Mode != history.ModeConfigured || no.Etcd == nil || no.Etcd.State != "Running" ||
+		no.Status != nil || no.Members != nil || no.StatusErr != "" || no.MembersErr != "" {
+		return no
+	}
+
+	c := *no
+	c.Status, c.StatusErr, c.Members, c.MembersErr = e.status, e.statusErr, e.members, e.membersErr
+
+	return &c
 }
 
 // answer is one node's answer to a poll that started at `at`.
@@ -320,7 +399,7 @@ func (o *Observer) Poll(ctx context.Context) *history.Observation {
 
 	for _, n := range o.nodes {
 		wg.Go(func() {
-			no := o.pollNode(ctx, n)
+			no := o.pollNode(ctx, n, true)
 
 			mu.Lock()
 			obs.Nodes[n.Name] = no
@@ -335,7 +414,9 @@ func (o *Observer) Poll(ctx context.Context) *history.Observation {
 
 const pollTimeout = 2 * time.Second
 
-func (o *Observer) pollNode(ctx context.Context, n target.Node) *history.NodeObservation {
+// pollNode looks at one node: its API, services and stage, and, with etcd,
+// its etcd status and member list.
+func (o *Observer) pollNode(ctx context.Context, n target.Node, etcd bool) *history.NodeObservation {
 	ctx, cancel := context.WithTimeout(ctx, pollTimeout)
 	defer cancel()
 
@@ -347,7 +428,7 @@ func (o *Observer) pollNode(ctx context.Context, n target.Node) *history.NodeObs
 		fillServices(no, svcs)
 		no.Stage = stage(ctx, c.secure)
 
-		if n.Role == target.ControlPlane {
+		if etcd && n.Role == target.ControlPlane {
 			fillEtcd(ctx, no, c.secure)
 		}
 
@@ -418,6 +499,12 @@ func fillServices(no *history.NodeObservation, resp *machine.ServiceListResponse
 
 			if ev := s.GetEvents().GetEvents(); len(ev) > 0 {
 				svc.Message = ev[len(ev)-1].GetMsg()
+			}
+
+			for _, e := range s.GetEvents().GetEvents() {
+				if strings.Contains(e.GetMsg(), history.RestartForever) {
+					svc.Restarts++
+				}
 			}
 
 			if svc.State == "Running" {
@@ -897,9 +984,14 @@ func (o *Observer) flushLine(node string) {
 	}
 }
 
-// stripTimestamp drops Go's standard "2006/01/02 15:04:05 " log prefix.
+// stripTimestamp drops what machined puts before a message: the "[talos] "
+// prefix (go-kmsg's on a metal node), then, in container mode, Go's standard
+// "2006/01/02 15:04:05 " date (log.SetPrefix with the default flags,
+// v1alpha1_controller.go setupLogging).
 func stripTimestamp(line string) string {
 	const layout = "2006/01/02 15:04:05 "
+
+	line = strings.TrimPrefix(line, "[talos] ")
 
 	if len(line) > len(layout) {
 		if _, err := time.Parse(layout[:len(layout)-1], line[:len(layout)-1]); err == nil {

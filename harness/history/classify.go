@@ -148,5 +148,5 @@ func sameService(a, b *Service) bool {
 	}
 
 	return a.State == b.State && a.Message == b.Message && a.Healthy == b.Healthy && a.HealthUnknown == b.HealthUnknown &&
-		a.HealthMessage == b.HealthMessage && a.Started.Equal(b.Started)
+		a.HealthMessage == b.HealthMessage && a.Restarts == b.Restarts && a.Started.Equal(b.Started)
 }

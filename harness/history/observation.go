@@ -1,6 +1,7 @@
 package history
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -25,6 +26,11 @@ type Service struct {
 	Healthy       bool   `json:"healthy,omitempty"`
 	HealthUnknown bool   `json:"healthUnknown,omitempty"`
 	HealthMessage string `json:"healthMessage,omitempty"`
+	// Restarts is how many times restart.Forever restarted the service after
+	// its task exited, among the events the service still keeps (its
+	// ServiceList history): a count that grows between looks shows restarts
+	// the looks themselves were too far apart to see.
+	Restarts int `json:"restarts,omitempty"`
 	// Started is when the service reached Running after it last started, by
 	// the node's clock (the timestamp of that ServiceList event); zero when it
 	// is not Running or no such event is left in its history. etcd's promote
@@ -252,3 +258,17 @@ const PromotedLine = "successfully promoted etcd member"
 // a learner that is not in sync (etcd 3.6 server/etcdserver/server.go,
 // mayPromoteMember). The line names no member.
 const RefusedPromotion = "rejecting promote learner: learner is not ready"
+
+// RestartForever is in the message restart.Forever leaves on a service whose
+// task exited (internal/app/machined/pkg/system/runner/restart/restart.go).
+const RestartForever = "going to restart forever"
+
+// FailedByStop reports whether a Failed service's message is that of a
+// service Talos stopped, not of one that gave up: stopping cancels the
+// runner's context, and a service stopped while it waited for its
+// conditions or ran its pre stage fails with that cancellation
+// ("Condition failed: context canceled", "Failed to run pre stage: …
+// context canceled"; internal/app/machined/pkg/system/service_runner.go Run).
+func FailedByStop(message string) bool {
+	return strings.HasSuffix(message, context.Canceled.Error())
+}

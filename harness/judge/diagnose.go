@@ -29,9 +29,11 @@ type Evidence struct {
 	// Changes are the nodes' API mode changes, in time order.
 	Changes []ModeChange
 	// EtcdFailed is, per node, the first look at its etcd service Failed;
-	// EtcdCrashes every look at it waiting to be restarted after it exited.
+	// EtcdCrashes every look at it that showed new restarts after its task
+	// exited.
 	EtcdFailed  map[string]ServiceAt
 	EtcdCrashes map[string][]ServiceAt
+	restarts    map[string]int // the restart count of the last look, per node
 
 	// PromoteWindow is the Talos promote window in wall-clock time.
 	PromoteWindow time.Duration
@@ -49,6 +51,9 @@ type ServiceAt struct {
 	history.Service
 
 	At time.Duration
+	// New is, for a restart, how many restarts this look showed that the
+	// previous one had not.
+	New int
 }
 
 // LogLine is one line of a node's log, at its offset in the run.

@@ -35,6 +35,7 @@ func FromHistory(h history.History, opts Options) *Evidence {
 		startedAt:    map[string]time.Duration{},
 		EtcdFailed:   map[string]ServiceAt{},
 		EtcdCrashes:  map[string][]ServiceAt{},
+		restarts:     map[string]int{},
 		Scale:        scale,
 		Snapshot:     opts.Snapshot,
 	}
@@ -143,21 +144,40 @@ func (ev *Evidence) etcdService(n *history.NodeObservation, at time.Duration) {
 	}
 
 	switch s := *n.Etcd; {
-	case s.State == "Failed":
+	case s.State == "Failed" && !history.FailedByStop(s.Message):
 		if _, ok := ev.EtcdFailed[n.Name]; !ok {
 			ev.EtcdFailed[n.Name] = ServiceAt{Service: s, At: at}
 		}
-	case strings.Contains(s.Message, restartForever):
-		crashes := ev.EtcdCrashes[n.Name]
-		if len(crashes) == 0 || crashes[len(crashes)-1].Message != s.Message || crashes[len(crashes)-1].State != s.State {
-			ev.EtcdCrashes[n.Name] = append(crashes, ServiceAt{Service: s, At: at})
-		}
+	case s.Restarts > 0 || strings.Contains(s.Message, history.RestartForever):
+		ev.etcdRestarts(n.Name, s, at)
 	}
 }
 
-// restartForever is in the message restart.Forever leaves on a service whose
-// task exited (internal/app/machined/pkg/system/runner/restart/restart.go).
-const restartForever = "going to restart forever"
+// etcdRestarts notes the restarts a look at a node's etcd shows that the
+// previous look did not: by the service's own restart count, or, in a record
+// made before the count was recorded, by a new restart message.
+func (ev *Evidence) etcdRestarts(node string, s history.Service, at time.Duration) {
+	crashes := ev.EtcdCrashes[node]
+
+	if s.Restarts == 0 {
+		if len(crashes) == 0 || crashes[len(crashes)-1].Message != s.Message || crashes[len(crashes)-1].State != s.State {
+			ev.EtcdCrashes[node] = append(crashes, ServiceAt{Service: s, At: at, New: 1})
+		}
+
+		return
+	}
+
+	last := ev.restarts[node]
+	if s.Restarts < last {
+		last = 0 // a new run of the service, with a new event history
+	}
+
+	if s.Restarts > last {
+		ev.EtcdCrashes[node] = append(crashes, ServiceAt{Service: s, At: at, New: s.Restarts - last})
+	}
+
+	ev.restarts[node] = s.Restarts
+}
 
 // nodeOf maps a member to its node, by hostname or peer URL.
 func nodeOf(nodes []history.Node, m history.Member) string {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/talchaos/talchaos/harness/result"
 )
@@ -27,8 +28,12 @@ func etcdFailed(ev *Evidence) []result.Diagnosis {
 	return out
 }
 
-// crashLoopAt is how many restarts after an exit make a crash loop.
-const crashLoopAt = 3
+// crashLoopAt restarts within crashLoopWindow (Talos time) make a crash loop,
+// not a hiccup: restart.Forever restarts a task every 5 s.
+const (
+	crashLoopAt     = 3
+	crashLoopWindow = 2 * time.Minute
+)
 
 // etcdCrashLoop: a node's etcd keeps exiting and being restarted by
 // restart.Forever, every 5 s, for good: its data directory disagrees with
@@ -37,16 +42,38 @@ const crashLoopAt = 3
 func etcdCrashLoop(ev *Evidence) []result.Diagnosis {
 	var out []result.Diagnosis
 
+	window := crashLoopWindow
+	if ev.Scale > 0 {
+		window = time.Duration(float64(crashLoopWindow) / ev.Scale)
+	}
+
 	for _, node := range slices.Sorted(maps.Keys(ev.EtcdCrashes)) {
 		crashes := ev.EtcdCrashes[node]
-		if len(crashes) < crashLoopAt {
+
+		most, at := 0, 0
+
+		for i, c := range crashes {
+			n := 0
+
+			for _, p := range crashes[:i+1] {
+				if c.At-p.At <= window {
+					n += p.New
+				}
+			}
+
+			if n > most {
+				most, at = n, i
+			}
+		}
+
+		if most < crashLoopAt {
 			continue
 		}
 
-		last := crashes[len(crashes)-1]
+		last := crashes[at]
 
 		out = append(out, diag("etcd-crash-loop", node,
-			fmt.Sprintf("%s's etcd exited and was restarted at least %d times: its data does not fit the cluster, and restarting cannot fix that", node, len(crashes)),
+			fmt.Sprintf("%s's etcd exited and was restarted %d times within %s: its data does not fit the cluster, and restarting cannot fix that", node, most, crashLoopWindow),
 			fmt.Sprintf("etcd %s: %s (at %s)", last.State, last.Message, ev.talosTime(last.At)), ev.Now))
 	}
 

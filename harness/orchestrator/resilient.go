@@ -339,8 +339,11 @@ const (
 	// long (Talos time) to come back and join before it is judged again.
 	rejoinAfter = 5 * time.Minute
 	// crashRestarts: this many restarts of etcd by restart.Forever within
-	// crashWindow make a crash loop, not a hiccup (restarts come every 5 s).
-	crashRestarts = 3
+	// crashWindow make a crash loop worth wiping the node's etcd data for,
+	// not a hiccup (restarts come every 5 s). Two more than the judge's
+	// etcd-crash-loop diagnosis needs: a destructive remedy waits ten Talos
+	// seconds longer to be sure.
+	crashRestarts = 5
 	crashWindow   = 2 * time.Minute
 )
 
@@ -573,14 +576,14 @@ func (r *Resilient) restartStuck(ctx context.Context, env *Env, sec *client.Clie
 		last = evs[len(evs)-1].GetMsg()
 
 		for _, e := range evs {
-			if strings.Contains(e.GetMsg(), "going to restart forever") && newest.Sub(e.GetTs().AsTime()) <= env.d(crashWindow) {
+			if strings.Contains(e.GetMsg(), history.RestartForever) && newest.Sub(e.GetTs().AsTime()) <= env.d(crashWindow) {
 				crashes++
 			}
 		}
 	}
 
 	switch {
-	case svc.GetState() == "Failed":
+	case svc.GetState() == "Failed" && !history.FailedByStop(last):
 		what := fmt.Sprintf("reboot %s: its etcd service is Failed (%s) and Talos starts it again only on the next boot", name, last)
 		if !env.Destructive {
 			return env.withhold(name, what, "talosctl -n "+node.Address+" reboot")

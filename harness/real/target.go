@@ -42,6 +42,7 @@ func (*Target) Capabilities() []target.Capability {
 		target.ProcessCap(target.ResetGraceful),
 		target.ProcessCap(target.ResetForced),
 		target.IsolateNode,
+		target.EtcdMembership,
 		target.InterceptEngine("ApplyConfiguration"),
 		target.InterceptEngine("Bootstrap"),
 	}

@@ -23,6 +23,14 @@ const (
 	Error = "error" // the harness could not run the scenario
 )
 
+// ClockFloor is one interval that lasted ModelledMs of Talos time in the run
+// where a real node takes TalosMs.
+type ClockFloor struct {
+	What       string `json:"what"`
+	TalosMs    int64  `json:"talosMs"`
+	ModelledMs int64  `json:"modelledMs"`
+}
+
 // Result is one run of one scenario.
 type Result struct {
 	Schema   string `json:"schema"`
@@ -35,6 +43,10 @@ type Result struct {
 	// nodes, the nodes' own on real ones (ScenarioTimeScale then differs).
 	TimeScale         float64 `json:"timeScale,omitempty"`
 	ScenarioTimeScale float64 `json:"scenarioTimeScale,omitempty"`
+	// ClockFloors are the Talos-time intervals the target could not scale
+	// all the way at TimeScale (simulated nodes: etcd's raft timers, call
+	// deadlines): they last longer in Talos time than on a real node.
+	ClockFloors []ClockFloor `json:"clockFloors,omitempty"`
 	// Tool is the talchaos build that ran it.
 	Tool        buildinfo.Info `json:"tool"`
 	Description string         `json:"description,omitempty"`

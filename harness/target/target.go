@@ -89,6 +89,10 @@ const (
 	PartitionNodes Capability = "partition"
 	// IsolateNode cuts a node off from every other node and from the engine.
 	IsolateNode Capability = "isolate"
+	// EtcdMembership changes the etcd member list through a control plane's
+	// Talos API, as an operator does; any target whose control planes
+	// answer the Talos API can.
+	EtcdMembership Capability = "etcd-membership"
 )
 
 // Target provisions clusters.
@@ -115,6 +119,20 @@ type Target interface {
 	Check(sc *scenario.Scenario) error
 	// Provision brings up the scenario's nodes, unconfigured (in maintenance).
 	Provision(ctx context.Context, sc *scenario.Scenario, opts Options) (Cluster, error)
+}
+
+// ClockFloor is a Talos-time interval a target cannot scale all the way: at
+// the run's time scale it lasts Modelled instead of Talos, in Talos time.
+type ClockFloor struct {
+	What     string
+	Talos    time.Duration
+	Modelled time.Duration
+}
+
+// ClockFloorer is a target that names its clock floors at a scenario's
+// time scale (simulated nodes: what real etcd and gRPC cannot do faster).
+type ClockFloorer interface {
+	ClockFloors(sc *scenario.Scenario) []ClockFloor
 }
 
 // ScaleReasoner is a target that says why it runs a scenario at another time

@@ -40,7 +40,7 @@ func (Target) Name() string { return "container" }
 // interception stay with the sim.
 func (Target) Capabilities() []target.Capability {
 	return []target.Capability{
-		target.PartitionNodes, target.IsolateNode,
+		target.PartitionNodes, target.IsolateNode, target.EtcdMembership,
 		target.ProcessCap(target.RebootNode), target.ProcessCap(target.PowerOff), target.ProcessCap(target.PauseNode),
 	}
 }
@@ -65,6 +65,12 @@ func (Target) TimeScale(sc *scenario.Scenario) float64 { return min(sim.Scale(sc
 func (Target) ScaleReason(*scenario.Scenario) string {
 	return fmt.Sprintf("the container target runs at most %dx faster than real time: starting, killing and cutting off "+
 		"containers through the Docker engine takes real time, which must stay small against Talos's timers", maxScale)
+}
+
+// ClockFloors implements target.ClockFloorer: the node processes are the
+// sim's nodes, with its floors at the container target's scale.
+func (t Target) ClockFloors(sc *scenario.Scenario) []target.ClockFloor {
+	return sim.ClockFloorsAt(t.TimeScale(sc))
 }
 
 // Check implements target.Target.
