@@ -267,7 +267,66 @@ func TestTalosctlAgainstUp(t *testing.T) {
 	t.Logf("$ precheck --control-planes %s\n%s", strings.Join(cps, ","), pcOut)
 	res.check(err == nil && bytes.Contains(pcOut, []byte("PASS")), "precheck: PreBootSequenceChecks through endpoint %s", cps[0]).detail(err, string(pcOut))
 
-	// 8. Ctrl-C: talchaos exits in time and leaves nothing behind.
+	// 8. What a configured node answers a script poking at it, as a real one
+	//    does (issue Step 7, gaps 3 and 4).
+	//
+	// An insecure apply to a configured node: the TLS alert "certificate
+	// required" every time, through the node's proxy too (field report FR-004).
+	byAddress := map[string]int{}
+	for i, n := range inv.Nodes {
+		byAddress[n.Address] = i
+	}
+
+	second, last := inv.Nodes[byAddress[cps[1]]], inv.Nodes[byAddress[cps[len(cps)-1]]]
+	alerts := 0
+
+	for range 20 {
+		out, err := tc.run("apply-config", "--insecure", "-n", cps[1], "-f", filepath.Join(dir, second.Config))
+		if err != nil && strings.Contains(out, "tls: certificate required") {
+			alerts++
+		} else {
+			t.Logf("apply-config --insecure to a configured node: %v\n%s", err, out)
+		}
+	}
+
+	res.check(alerts == 20, "apply-config --insecure -n %s (configured): tls: certificate required %d of 20 times", cps[1], alerts).detail(nil, "")
+
+	// etcd alarm list: no alarm on a healthy cluster (EtcdAlarmList).
+	out, err = tc.run("-n", cps[0], "etcd", "alarm", "list")
+	res.check(err == nil && !strings.Contains(out, "NOSPACE") && !strings.Contains(out, "CORRUPT"),
+		"-n %s etcd alarm list (no alarm)", cps[0]).detail(err, out)
+
+	// service etcd restart: etcd does not allow it (system.go APIRestart).
+	out, err = tc.run("-n", cps[0], "service", "etcd", "restart")
+	res.check(err != nil && strings.Contains(out, `service "etcd" doesn't support restart operation via API`),
+		"-n %s service etcd restart refused: etcd doesn't support restart via API", cps[0]).detail(err, out)
+
+	// etcd forfeit-leadership on every control plane: one of them was the
+	// leader and hands over; the cluster keeps three voters.
+	for _, ip := range cps {
+		out, err = tc.run("-n", ip, "etcd", "forfeit-leadership")
+		res.check(err == nil, "-n %s etcd forfeit-leadership", ip).detail(err, out)
+	}
+
+	// etcd leave on the last control plane: it leaves the member list, its
+	// etcd is stopped (SIGTERM, then Finished) and stays stopped.
+	out, err = tc.run("-n", last.Address, "etcd", "leave")
+	res.check(err == nil, "-n %s etcd leave", last.Address).detail(err, out)
+
+	out, err = tc.poll(time.Minute, func(out string, err error) bool {
+		members, _ := parseMembers(out)
+
+		return err == nil && members == len(cps)-1
+	}, "-n", cps[0], "etcd", "members")
+	members, _ = parseMembers(out)
+	res.check(err == nil && members == len(cps)-1 && !strings.Contains(out, " "+last.Name+" "),
+		"etcd members after %s left: %d members, without it", last.Name, members).detail(err, out)
+
+	out, err = tc.run("-n", last.Address, "service", "etcd")
+	res.check(err == nil && match(out, `(?m)^STATE\s+Finished\s*$`) && strings.Contains(out, "Sending SIGTERM to task etcd"),
+		"-n %s service etcd after leaving: Finished, stopped with SIGTERM", last.Address).detail(err, out)
+
+	// 9. Ctrl-C: talchaos exits in time and leaves nothing behind.
 	stopStart := time.Now()
 	exitErr, exited := up.interrupt(stopDeadline)
 	res.check(exited, "talchaos up exits within %s of SIGINT (took %s, %v)", stopDeadline, time.Since(stopStart).Round(time.Millisecond), exitErr).

@@ -18,12 +18,12 @@ func TestClockScalingAndFloors(t *testing.T) {
 		{scale: 10, tick: 50 * time.Millisecond, election: 500 * time.Millisecond, floors: map[string]time.Duration{
 			"etcd heartbeat interval":                          500 * time.Millisecond,
 			"etcd election timeout":                            5 * time.Second,
-			"etcd call deadlines (join attempt, health check)": 20 * time.Second,
+			"etcd call deadlines (join attempt, health check)": 10 * etcdOpFloor,
 		}},
 		{scale: 60, tick: 50 * time.Millisecond, election: 500 * time.Millisecond, floors: map[string]time.Duration{
 			"etcd heartbeat interval":                          3 * time.Second,
 			"etcd election timeout":                            30 * time.Second,
-			"etcd call deadlines (join attempt, health check)": 120 * time.Second,
+			"etcd call deadlines (join attempt, health check)": 60 * etcdOpFloor,
 			"etcd client dial timeout":                         9 * time.Second,
 			"apid connect timeout to a peer node":              120 * time.Second,
 		}},

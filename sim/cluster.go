@@ -468,13 +468,8 @@ func (c *Cluster) timeout(talos time.Duration) time.Duration {
 	return max(c.d(talos), minTimeout)
 }
 
-// etcdOpFloor bounds from below the scaled deadlines of calls that wait for
-// etcd to commit (a join attempt's MemberAddAsLearner, the health check's
-// linearizable read). etcd runs at real speed: a Talos deadline of 30 s scaled
-// to half a second would expire on a loaded machine after the change was
-// applied, leaving stale learners and failed health checks real nodes never
-// see.
-const etcdOpFloor = 2 * time.Second
+// etcdOpFloor (race.go, norace.go) bounds from below the scaled deadlines of
+// calls that wait for etcd to commit.
 
 // etcdTimeout is d with the etcdOpFloor.
 func (c *Cluster) etcdTimeout(talos time.Duration) time.Duration {

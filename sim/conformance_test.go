@@ -484,3 +484,77 @@ func TestBootTimeoutReboots(t *testing.T) {
 		return err
 	})
 }
+
+// A graceful reset leaves etcd first (v1alpha1_sequencer.go Reset, phase 4
+// "leave"; v1alpha1_sequencer_tasks.go LeaveEtcd; internal/pkg/etcd
+// LeaveCluster): on the cluster's last member etcd refuses the removal, the
+// reset sequence fails and the node stays as it is, running; a second
+// control plane leaves, is reset and comes back to maintenance.
+func TestGracefulResetLeavesEtcdOrAborts(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	c := startCluster(t, newScenario(2))
+	nodes := c.Nodes()
+	cp1, cp2 := nodes[0], nodes[1]
+
+	apply(t, ctx, cp1)
+
+	c1, err := talosclient.WithConfig(ctx, c.Talosconfig(), cp1.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c1.Close() //nolint:errcheck
+
+	eventually(t, 30*time.Second, func() error { return c1.Bootstrap(ctx, &machine.BootstrapRequest{}) })
+	eventually(t, 30*time.Second, func() error { return etcdHealthy(ctx, c1, true) })
+
+	if err := c1.Reset(ctx, true, false); err != nil {
+		t.Fatalf("graceful reset of the last member: %v (the RPC is accepted; the sequence fails)", err)
+	}
+
+	const failed = "error running phase 4 in reset sequence: task 1/1: failed, failed to leave cluster: "
+
+	eventually(t, time.Minute, func() error {
+		lines := strings.Join(c.Node(cp1.Name).Log("machined").Lines(), "\n")
+		if !strings.Contains(lines, failed) {
+			return fmt.Errorf("no %q in the machined log", failed)
+		}
+
+		return nil
+	})
+
+	// Still there, still a member.
+	if err := etcdHealthy(ctx, c1, true); err != nil {
+		t.Errorf("after the failed reset: %v", err)
+	}
+
+	// A second member leaves when reset gracefully.
+	apply(t, ctx, cp2)
+	waitVoters(t, ctx, c1, 2)
+
+	c2, err := talosclient.WithConfig(ctx, c.Talosconfig(), cp2.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close() //nolint:errcheck
+
+	// etcd refuses to remove a member it has not seen connected for 5 s
+	// ("unhealthy cluster"): LeaveCluster retries that.
+	if err := c2.Reset(ctx, true, false); err != nil {
+		t.Fatalf("graceful reset of %s: %v", cp2.Name, err)
+	}
+
+	eventually(t, time.Minute, func() error {
+		list, err := c1.EtcdMemberList(ctx, &machine.EtcdMemberListRequest{})
+		if err != nil {
+			return err
+		}
+
+		if n := len(list.Messages[0].Members); n != 1 {
+			return fmt.Errorf("%d members after %s's graceful reset", n, cp2.Name)
+		}
+
+		return nil
+	})
+}

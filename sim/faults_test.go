@@ -491,6 +491,55 @@ func TestNetworkAndProcessFaults(t *testing.T) {
 		})
 		waitVoters(t, ctx, cp1, 3)
 	})
+
+	// Last: cp3 stays out of the cluster for good.
+	t.Run("remove-member removes the member and its etcd crash-loops on its data", func(t *testing.T) {
+		// etcd refuses to remove a member not connected for 5 s (the wipe just
+		// made cp3 a new member): retried as an operator would.
+		eventually(t, time.Minute, func() error {
+			_, err := chaos.RemoveMember{Node: "cp3"}.Inject(ctx, &chaos.Env{Cluster: c, Scale: 60, Seed: 1})
+
+			return err
+		})
+		injected.Store(chaos.RemoveMember{}.Kind(), true)
+
+		eventually(t, time.Minute, func() error {
+			list, err := cp1.EtcdMemberList(ctx, &machine.EtcdMemberListRequest{})
+			if err != nil {
+				return err
+			}
+
+			for _, m := range list.Messages[0].Members {
+				if m.Hostname == "cp3" {
+					return errors.New("cp3 still listed")
+				}
+			}
+
+			return nil
+		})
+
+		// restart.Forever starts it from its data, and it exits again, again.
+		eventually(t, time.Minute, func() error {
+			s, err := etcdService(ctx, cp3)
+			if err != nil {
+				return err
+			}
+
+			restarts := 0
+
+			for _, e := range s.Events.Events {
+				if strings.Contains(e.Msg, `going to restart forever: task "etcd" failed: exit code`) {
+					restarts++
+				}
+			}
+
+			if restarts < 3 {
+				return fmt.Errorf("%d restarts of etcd on cp3", restarts)
+			}
+
+			return nil
+		})
+	})
 }
 
 // TestResetAndAPIFaults covers faults that take a node back to maintenance or

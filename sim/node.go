@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"io/fs"
 	"math/rand/v2"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -408,30 +410,52 @@ const (
 	wipeAll     = wipeConfig | wipeEtcd
 )
 
-// leaveEtcd removes the local member from the cluster (EtcdLeaveCluster).
-func (n *Node) leaveEtcd() {
-	n.mu.Lock()
-	e := n.etcd
-	n.mu.Unlock()
+// leaveForReset is a graceful reset's leaveEtcd task
+// (runtime/v1alpha1/v1alpha1_sequencer_tasks.go LeaveEtcd): when the etcd
+// data directory holds a member and the etcd service is Running, Stopping or
+// Failed, the node leaves the cluster as EtcdLeaveCluster does (LeaveEtcd:
+// its member removed, retried for 5 minutes; etcd stopped; its data
+// removed). An error fails the reset sequence: the node stays as it is.
+func (n *Node) leaveForReset() error {
+	if _, err := os.Stat(filepath.Join(n.dataDir, "member")); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
 
-	if e == nil {
-		return
+		return err
 	}
 
-	ctx, cancel := context.WithTimeout(n.c.ctx, n.c.timeout(time.Minute))
-	defer cancel()
+	n.mu.Lock()
+	run := n.etcdRun
+	n.mu.Unlock()
+
+	if run == nil {
+		return nil
+	}
+
+	if state, _ := run.svc.status(); state != stateRunning && state != stateStopping && state != stateFailed {
+		return nil
+	}
+
+	ctx := n.c.ctx
 
 	client, err := n.clusterClient(ctx)
 	if err != nil {
-		return
+		return fmt.Errorf("failed to create etcd client: %w", err)
 	}
 
 	defer client.Close() //nolint:errcheck
 
-	if _, err := client.MemberRemove(clientv3.WithRequireLeader(ctx), uint64(e.Server.MemberID())); err != nil {
-		n.machined.Printf("failed to leave etcd cluster: %s", err)
+	if err := n.LeaveEtcd(clientv3.WithRequireLeader(ctx), client); err != nil {
+		return fmt.Errorf("failed to leave cluster: %w", err)
 	}
+
+	return nil
 }
+
+// leavePhase is the leave phase's number in a graceful reset of a control
+// plane on metal (v1alpha1_sequencer.go Reset: drain, cleanup, dbus, leave).
+const leavePhase = 4
 
 // powerCycle takes the node down (services stopped, API closed), erases what the
 // wipe mode says, and boots it again unless halt.
@@ -443,8 +467,14 @@ func (n *Node) powerCycle(wipe wipeMode, graceful, halt, cut bool) {
 	n.powerCut.Store(cut)
 	defer n.powerCut.Store(false)
 
-	if graceful {
-		n.leaveEtcd()
+	if graceful && n.role == target.ControlPlane {
+		if err := n.leaveForReset(); err != nil {
+			// The sequencer's task and phase errors (v1alpha1_controller.go).
+			n.machined.Printf("task leaveEtcd (1/1): failed: %s", err)
+			n.machined.Printf("error running phase %d in reset sequence: task 1/1: failed, %s", leavePhase, err)
+
+			return
+		}
 	}
 
 	stage := runtime.MachineStageRebooting

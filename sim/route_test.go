@@ -2,6 +2,7 @@ package sim_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -151,5 +152,43 @@ func TestStreamsAreStampedWithTheirNode(t *testing.T) {
 
 			return nil
 		})
+	}
+	// Several nodes in one stream (talosctl -n a,b logs machined): apid sends
+	// the request to each at once and merges their messages as they come,
+	// each stamped with its node; an unknown node adds one message carrying
+	// the error (apid one2many streaming, backend/apid.go BuildError).
+	stream, err := cl.Logs(client.WithNodes(ctx, nodes[0].Address, nodes[1].Address, "10.255.255.1"), "system", common.ContainerDriver_CONTAINERD, "machined", false, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	lines, errs := map[string]int{}, map[string]string{}
+
+	for {
+		data, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+
+		if err != nil {
+			t.Fatalf("fanned-out stream: %v", err)
+		}
+
+		host := data.GetMetadata().GetHostname()
+		if e := data.GetMetadata().GetError(); e != "" {
+			errs[host] = e
+
+			continue
+		}
+
+		lines[host] += strings.Count(string(data.GetBytes()), "\n") + 1
+	}
+
+	if lines[nodes[0].Address] == 0 || lines[nodes[1].Address] == 0 || len(lines) != 2 {
+		t.Errorf("messages by node: %v, want lines of %s and %s only", lines, nodes[0].Address, nodes[1].Address)
+	}
+
+	if !strings.Contains(errs["10.255.255.1"], `unknown node "10.255.255.1"`) || len(errs) != 1 {
+		t.Errorf("errors by node: %v, want one for the unknown node", errs)
 	}
 }

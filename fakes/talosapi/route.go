@@ -408,8 +408,7 @@ func (s stampingStream) SendMsg(m any) error {
 }
 
 // routeStream forwards streams addressed to another node (`node` metadata), as
-// apid does for Logs, COSI Watch and friends. One-to-many streams are not
-// simulated.
+// apid does for Logs, COSI Watch and friends; `nodes` naming several fans out.
 func (s *Server) routeStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 	ctx := ss.Context()
 	md, _ := metadata.FromIncomingContext(ctx)
@@ -424,7 +423,7 @@ func (s *Server) routeStream(srv any, ss grpc.ServerStream, info *grpc.StreamSer
 
 	if nodes := splitNodes(md.Get("nodes")); len(nodes) > 0 {
 		if len(nodes) > 1 {
-			return status.Error(codes.Unimplemented, "talchaos: streaming to several nodes at once is not simulated")
+			return s.fanOutStream(srv, ss, info, handler, nodes)
 		}
 
 		md = md.Copy()
@@ -493,4 +492,149 @@ func (s *Server) routeStream(srv any, ss grpc.ServerStream, info *grpc.StreamSer
 			return err
 		}
 	}
+}
+
+// fanOutStream is apid's one-to-many streaming (the proxy's one2many mode
+// for a `nodes` list): the client's request goes to every node at once, and
+// their messages are merged as they come, each stamped with the node it came
+// from; a node that fails adds one message carrying the error in its metadata
+// (internal/app/apid/pkg/backend/apid.go BuildError, streaming). The stream
+// ends when every node's has.
+func (s *Server) fanOutStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler, nodes []string) error {
+	req := &frame{}
+	if err := ss.RecvMsg(req); err != nil {
+		return err
+	}
+
+	ctx := stripRouting(ss.Context())
+
+	var (
+		mu sync.Mutex
+		wg sync.WaitGroup
+	)
+
+	send := func(hostname string, payload []byte) error {
+		md, err := proto.Marshal(&common.Metadata{Hostname: hostname})
+		if err != nil {
+			return err
+		}
+
+		payload = protowire.AppendTag(payload, 1, protowire.BytesType)
+		payload = protowire.AppendBytes(payload, md)
+
+		mu.Lock()
+		defer mu.Unlock()
+
+		return ss.SendMsg(&frame{payload: payload})
+	}
+
+	for _, n := range nodes {
+		wg.Go(func() {
+			out := func(payload []byte) error { return send(n, payload) }
+
+			err := s.streamFrom(ctx, srv, info, handler, n, req, out)
+			if err == nil || ctx.Err() != nil {
+				return
+			}
+
+			msg, merr := proto.Marshal(&common.Empty{Metadata: &common.Metadata{Hostname: n, Error: err.Error(), Status: status.Convert(err).Proto()}})
+			if merr == nil {
+				out(msg) //nolint:errcheck // the client is gone
+			}
+		})
+	}
+
+	wg.Wait()
+
+	return nil
+}
+
+// streamFrom runs one node's part of a fanned-out stream: this node's own
+// handler, or the node's API through its peer connection.
+func (s *Server) streamFrom(ctx context.Context, srv any, info *grpc.StreamServerInfo, handler grpc.StreamHandler,
+	node string, req *frame, out func([]byte) error,
+) error {
+	endpoint, local, ok := s.opts.Router.Resolve(node)
+
+	switch {
+	case !ok:
+		return status.Errorf(codes.Unavailable, "unknown node %q", node)
+	case local:
+		return handler(srv, &captureStream{ctx: ctx, req: req, out: out})
+	}
+
+	tlsConf := s.ClientTLS()
+	if tlsConf == nil {
+		return status.Error(codes.Unavailable, "node is not ready to proxy")
+	}
+
+	conn, err := s.peers.get(endpoint, tlsConf)
+	if err != nil {
+		return err
+	}
+
+	roles, _ := impersonated(ctx, rolesFrom(ctx))
+	octx := metadata.NewOutgoingContext(ctx, metadata.Pairs(constants.APIAuthzRoleMetadataKey, strings.Join(roles.Strings(), ",")))
+
+	cs, err := conn.NewStream(octx, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, info.FullMethod, grpc.ForceCodec(passthroughCodec{}))
+	if err != nil {
+		return err
+	}
+
+	if err := cs.SendMsg(req); err != nil {
+		return err
+	}
+
+	if err := cs.CloseSend(); err != nil {
+		return err
+	}
+
+	for {
+		f := &frame{}
+		if err := cs.RecvMsg(f); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+
+			return err
+		}
+
+		if err := out(f.payload); err != nil {
+			return err
+		}
+	}
+}
+
+// captureStream is the server stream this node's handler writes to when its
+// messages join a fanned-out stream: it reads the one request and hands on
+// every message it sends.
+type captureStream struct {
+	ctx  context.Context //nolint:containedctx
+	req  *frame
+	out  func([]byte) error
+	read bool
+}
+
+func (c *captureStream) SetHeader(metadata.MD) error  { return nil }
+func (c *captureStream) SendHeader(metadata.MD) error { return nil }
+func (c *captureStream) SetTrailer(metadata.MD)       {}
+func (c *captureStream) Context() context.Context     { return c.ctx }
+
+func (c *captureStream) SendMsg(m any) error {
+	payload, err := passthroughCodec{}.Marshal(m)
+	if err != nil {
+		return err
+	}
+
+	return c.out(payload)
+}
+
+func (c *captureStream) RecvMsg(m any) error {
+	if c.read {
+		return io.EOF
+	}
+
+	c.read = true
+
+	return passthroughCodec{}.Unmarshal(c.req.payload, m)
 }
