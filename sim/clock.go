@@ -41,7 +41,8 @@ func ClockFloorsAt(scale float64) []target.ClockFloor {
 	tick := etcdTick(scale)
 	add("etcd heartbeat interval", etcdHeartbeat, tick)
 	add("etcd election timeout", etcdElection, electionFactor*tick)
-	add("etcd call deadlines (join attempt, health check)", p.HealthTimeout, max(time.Duration(float64(p.HealthTimeout)/scale), etcdOpFloor))
+	add("etcd health check timeout", p.HealthTimeout, max(time.Duration(float64(p.HealthTimeout)/scale), etcdOpFloor))
+	add("etcd join attempt deadline", p.JoinAttemptTimeout, max(time.Duration(float64(p.JoinAttemptTimeout)/scale), joinAttemptFloor))
 	add("etcd client dial timeout", p.EtcdDialTimeout, max(time.Duration(float64(p.EtcdDialTimeout)/scale), minTimeout))
 	add("apid connect timeout to a peer node", 20*time.Second, max(time.Duration(float64(20*time.Second)/scale), 2*time.Second))
 

@@ -16,18 +16,23 @@ func TestClockScalingAndFloors(t *testing.T) {
 		{scale: 1, tick: 100 * time.Millisecond, election: time.Second, floors: map[string]time.Duration{}},
 		{scale: 2, tick: 50 * time.Millisecond, election: 500 * time.Millisecond, floors: map[string]time.Duration{}},
 		{scale: 10, tick: 50 * time.Millisecond, election: 500 * time.Millisecond, floors: map[string]time.Duration{
-			"etcd heartbeat interval":                          500 * time.Millisecond,
-			"etcd election timeout":                            5 * time.Second,
-			"etcd call deadlines (join attempt, health check)": 10 * etcdOpFloor,
+			"etcd heartbeat interval":   500 * time.Millisecond,
+			"etcd election timeout":     5 * time.Second,
+			"etcd health check timeout": 10 * etcdOpFloor,
 		}},
 		{scale: 60, tick: 50 * time.Millisecond, election: 500 * time.Millisecond, floors: map[string]time.Duration{
-			"etcd heartbeat interval":                          3 * time.Second,
-			"etcd election timeout":                            30 * time.Second,
-			"etcd call deadlines (join attempt, health check)": 60 * etcdOpFloor,
-			"etcd client dial timeout":                         9 * time.Second,
-			"apid connect timeout to a peer node":              120 * time.Second,
+			"etcd heartbeat interval":             3 * time.Second,
+			"etcd election timeout":               30 * time.Second,
+			"etcd health check timeout":           60 * etcdOpFloor,
+			"etcd client dial timeout":            9 * time.Second,
+			"apid connect timeout to a peer node": 120 * time.Second,
 		}},
 	} {
+		// The join attempt's floor is higher under the race detector.
+		if join := time.Duration(tc.scale * float64(joinAttemptFloor)); join > 30*time.Second {
+			tc.floors["etcd join attempt deadline"] = join
+		}
+
 		tick := etcdTick(tc.scale)
 		if tick != tc.tick || electionFactor*tick != tc.election {
 			t.Errorf("scale %g: tick %s election %s, want %s %s", tc.scale, tick, electionFactor*tick, tc.tick, tc.election)

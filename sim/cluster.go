@@ -468,8 +468,13 @@ func (c *Cluster) timeout(talos time.Duration) time.Duration {
 	return max(c.d(talos), minTimeout)
 }
 
-// etcdOpFloor (race.go, norace.go) bounds from below the scaled deadlines of
-// calls that wait for etcd to commit.
+// etcdOpFloor bounds from below the scaled deadlines of calls that wait for
+// etcd to commit (a join attempt's MemberAddAsLearner, the health check's
+// linearizable read). etcd runs at real speed: a Talos deadline of 30 s scaled
+// to half a second would expire on a loaded machine after the change was
+// applied, leaving stale learners and failed health checks real nodes never
+// see. A join attempt has its own, higher under the race detector (race.go).
+const etcdOpFloor = 2 * time.Second
 
 // etcdTimeout is d with the etcdOpFloor.
 func (c *Cluster) etcdTimeout(talos time.Duration) time.Duration {

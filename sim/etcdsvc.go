@@ -230,7 +230,7 @@ func (n *Node) buildInitialCluster(ctx context.Context) (etcdStartArgs, error) {
 			n.machined.Printf("[%s]", n.ip)
 		}
 
-		attemptCtx, cancel := context.WithTimeout(ctx, n.c.etcdTimeout(p.JoinAttemptTimeout))
+		attemptCtx, cancel := context.WithTimeout(ctx, max(n.c.d(p.JoinAttemptTimeout), joinAttemptFloor))
 		defer cancel()
 
 		list, id, err := n.addMember(attemptCtx)

@@ -2,12 +2,10 @@
 
 package sim
 
-import "time"
-
 // raceDetector: the race detector slows etcd's real-time work several times
 // over, so the sim keeps a lower time scale to stay faithful (MaxScale).
 const raceDetector = true
 
-// etcdOpFloor is norace.go's, tripled: under the race detector a 3 + 50
+// joinAttemptFloor is norace.go's, tripled: under the race detector a 3 + 50
 // formation beside the other packages' tests saw a member add outlast 3 s.
-const etcdOpFloor = 6 * time.Second
+const joinAttemptFloor = 3 * etcdOpFloor
