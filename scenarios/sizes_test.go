@@ -133,3 +133,43 @@ var _ = Describe("a Failed etcd at size", Label("long"), func() {
 		}, SpecTimeout(6*time.Minute))
 	}
 })
+
+// crashLoopOfSize is crash-loop-resilient with n control planes: cp2's member
+// removed while its node keeps its data, the last control plane's image pull
+// keeping the orchestrator waiting meanwhile.
+func crashLoopOfSize(n int) string {
+	data, _, err := scenarios.Read("crash-loop-resilient")
+	Expect(err).NotTo(HaveOccurred())
+
+	s := string(data)
+	for old, repl := range map[string]string{
+		"name: crash-loop-resilient": fmt.Sprintf("name: crash-loop-%dcp", n),
+		"controlPlanes: 3":           fmt.Sprintf("controlPlanes: %d", n),
+		"    cp3:\n":                 fmt.Sprintf("    cp%d:\n", n),
+		"voters: 3":                  fmt.Sprintf("voters: %d", n),
+		"within: 40m":                "within: 90m",
+	} {
+		Expect(s).To(ContainSubstring(old))
+		s = strings.Replace(s, old, repl, 1)
+	}
+
+	return s
+}
+
+// The resilient orchestrator ends a crash loop at every size: it wipes the
+// node's etcd data and reboots it, and the node joins as a new member.
+var _ = Describe("a crash-looping etcd at size", Label("long"), func() {
+	for i, n := range []int{5, 7} {
+		seed := int64(31 + i)
+
+		It(fmt.Sprintf("%d control planes, seed %d", n, seed), func(ctx SpecContext) {
+			sc, err := chaos.Parse("crash-loop-size.yaml", []byte(crashLoopOfSize(n)))
+			Expect(err).NotTo(HaveOccurred())
+
+			res, err := harness.Run(ctx, sc, harness.Options{Target: sim.Target{}, Seed: seed})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(res.Verdict).To(Equal(result.Pass), "%s", reports.Summary(res))
+			Expect(res.Outcome.Voters).To(Equal(n))
+		}, SpecTimeout(6*time.Minute))
+	}
+})
