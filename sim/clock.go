@@ -3,6 +3,7 @@ package sim
 import (
 	"time"
 
+	"github.com/talchaos/talchaos/fakes/talosapi"
 	"github.com/talchaos/talchaos/harness/scenario"
 	"github.com/talchaos/talchaos/harness/target"
 )
@@ -44,7 +45,7 @@ func ClockFloorsAt(scale float64) []target.ClockFloor {
 	add("etcd health check timeout", p.HealthTimeout, max(time.Duration(float64(p.HealthTimeout)/scale), etcdOpFloor))
 	add("etcd join attempt deadline", p.JoinAttemptTimeout, max(time.Duration(float64(p.JoinAttemptTimeout)/scale), joinAttemptFloor))
 	add("etcd client dial timeout", p.EtcdDialTimeout, max(time.Duration(float64(p.EtcdDialTimeout)/scale), minTimeout))
-	add("apid connect timeout to a peer node", 20*time.Second, max(time.Duration(float64(20*time.Second)/scale), 2*time.Second))
+	add("apid connect timeout to a peer node", 20*time.Second, max(time.Duration(float64(20*time.Second)/scale), talosapi.ConnectFloor))
 
 	return out
 }

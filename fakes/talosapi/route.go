@@ -40,9 +40,9 @@ type peers struct {
 	scale float64 // Talos seconds per wall second
 }
 
-// connectFloor bounds from below the scaled connect timeout: a TLS handshake
+// ConnectFloor bounds from below the scaled connect timeout: a TLS handshake
 // over loopback on a loaded machine must not count as an unreachable peer.
-const connectFloor = 2 * time.Second
+const ConnectFloor = 2 * time.Second
 
 // connectParams are apid's reconnect settings for a peer
 // (internal/app/apid/pkg/backend/apid.go GetConnection): gRPC's default
@@ -59,7 +59,7 @@ func (p *peers) connectParams() grpc.ConnectParams {
 	b := backoff.DefaultConfig
 	b.BaseDelay, b.MaxDelay = d(b.BaseDelay), d(15*time.Second)
 
-	return grpc.ConnectParams{Backoff: b, MinConnectTimeout: max(d(20*time.Second), connectFloor)}
+	return grpc.ConnectParams{Backoff: b, MinConnectTimeout: max(d(20*time.Second), ConnectFloor)}
 }
 
 func (p *peers) get(endpoint string, tlsConf *tls.Config) (*grpc.ClientConn, error) {
@@ -445,20 +445,7 @@ func (s *Server) routeStream(srv any, ss grpc.ServerStream, info *grpc.StreamSer
 		return handler(srv, wrappedStream{ServerStream: ss, ctx: stripRouting(ctx)})
 	}
 
-	tlsConf := s.ClientTLS()
-	if tlsConf == nil {
-		return status.Error(codes.Unavailable, "node is not ready to proxy")
-	}
-
-	conn, err := s.peers.get(endpoint, tlsConf)
-	if err != nil {
-		return err
-	}
-
-	roles, _ := impersonated(ctx, rolesFrom(ctx))
-	out := metadata.NewOutgoingContext(ctx, metadata.Pairs(constants.APIAuthzRoleMetadataKey, strings.Join(roles.Strings(), ",")))
-
-	cs, err := conn.NewStream(out, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, info.FullMethod, grpc.ForceCodec(passthroughCodec{}))
+	cs, err := s.peerStream(ctx, endpoint, info.FullMethod)
 	if err != nil {
 		return err
 	}
@@ -563,20 +550,7 @@ func (s *Server) streamFrom(ctx context.Context, srv any, info *grpc.StreamServe
 		return handler(srv, &captureStream{ctx: ctx, req: req, out: out})
 	}
 
-	tlsConf := s.ClientTLS()
-	if tlsConf == nil {
-		return status.Error(codes.Unavailable, "node is not ready to proxy")
-	}
-
-	conn, err := s.peers.get(endpoint, tlsConf)
-	if err != nil {
-		return err
-	}
-
-	roles, _ := impersonated(ctx, rolesFrom(ctx))
-	octx := metadata.NewOutgoingContext(ctx, metadata.Pairs(constants.APIAuthzRoleMetadataKey, strings.Join(roles.Strings(), ",")))
-
-	cs, err := conn.NewStream(octx, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, info.FullMethod, grpc.ForceCodec(passthroughCodec{}))
+	cs, err := s.peerStream(ctx, endpoint, info.FullMethod)
 	if err != nil {
 		return err
 	}
@@ -637,4 +611,23 @@ func (c *captureStream) RecvMsg(m any) error {
 	c.read = true
 
 	return passthroughCodec{}.Unmarshal(c.req.payload, m)
+}
+
+// peerStream opens a stream of method to another node's API with this node's
+// certificate, impersonating the caller's roles, as apid does.
+func (s *Server) peerStream(ctx context.Context, endpoint, method string) (grpc.ClientStream, error) {
+	tlsConf := s.ClientTLS()
+	if tlsConf == nil {
+		return nil, status.Error(codes.Unavailable, "node is not ready to proxy")
+	}
+
+	conn, err := s.peers.get(endpoint, tlsConf)
+	if err != nil {
+		return nil, err
+	}
+
+	roles, _ := impersonated(ctx, rolesFrom(ctx))
+	out := metadata.NewOutgoingContext(ctx, metadata.Pairs(constants.APIAuthzRoleMetadataKey, strings.Join(roles.Strings(), ",")))
+
+	return conn.NewStream(out, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, method, grpc.ForceCodec(passthroughCodec{}))
 }

@@ -16,7 +16,7 @@ func TestPeerConnectParamsScale(t *testing.T) {
 		{0, time.Second, 15 * time.Second, 20 * time.Second},
 		{1, time.Second, 15 * time.Second, 20 * time.Second},
 		{10, 100 * time.Millisecond, 1500 * time.Millisecond, 2 * time.Second},
-		{60, time.Second / 60, 250 * time.Millisecond, connectFloor},
+		{60, time.Second / 60, 250 * time.Millisecond, ConnectFloor},
 	} {
 		p := (&peers{scale: tc.scale}).connectParams()
 		if p.Backoff.BaseDelay != tc.base || p.Backoff.MaxDelay != tc.max || p.MinConnectTimeout != tc.minConnx || p.Backoff.Multiplier != 1.6 {
