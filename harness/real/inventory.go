@@ -6,13 +6,12 @@ package real
 
 import (
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"reflect"
 
 	clientconfig "github.com/siderolabs/talos/pkg/machinery/client/config"
 
+	"github.com/talchaos/talchaos/harness/inputfile"
 	"github.com/talchaos/talchaos/harness/strictyaml"
 )
 
@@ -192,54 +191,8 @@ func (inv *Inventory) Node(name string) (InventoryNode, bool) {
 	return InventoryNode{}, false
 }
 
-// readFile reads a regular file of at most limit bytes. Anything else (a
-// directory, a device, a FIFO that would block) is refused before it is opened
-// for reading.
+// readFile reads a regular file of at most limit bytes (package inputfile:
+// a FIFO that would block, a device, a directory are refused).
 func readFile(path string, limit int64) ([]byte, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-
-	if !fi.Mode().IsRegular() {
-		return nil, &notRegularError{mode: fi.Mode()}
-	}
-
-	if fi.Size() > limit {
-		return nil, &tooLargeError{size: fi.Size(), limit: limit}
-	}
-
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-
-	defer f.Close() //nolint:errcheck
-
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-
-	if int64(len(data)) > limit {
-		return nil, &tooLargeError{size: int64(len(data)), limit: limit}
-	}
-
-	return data, nil
-}
-
-type notRegularError struct{ mode os.FileMode }
-
-func (e *notRegularError) Error() string {
-	if e.mode.IsDir() {
-		return "is a directory"
-	}
-
-	return "is not a regular file (" + e.mode.Type().String() + ")"
-}
-
-type tooLargeError struct{ size, limit int64 }
-
-func (e *tooLargeError) Error() string {
-	return fmt.Sprintf("is %d bytes: at most %d", e.size, e.limit)
+	return inputfile.Read(path, limit)
 }

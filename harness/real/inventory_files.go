@@ -12,6 +12,7 @@ import (
 	clientconfig "github.com/siderolabs/talos/pkg/machinery/client/config"
 	"github.com/siderolabs/talos/pkg/machinery/config/configloader"
 
+	"github.com/talchaos/talchaos/harness/inputfile"
 	"github.com/talchaos/talchaos/harness/strictyaml"
 )
 
@@ -129,15 +130,17 @@ func describeFileError(err error, written string) string {
 
 	var (
 		pe *fs.PathError
-		nr *notRegularError
-		tl *tooLargeError
+		nr *inputfile.NotRegularError
+		tl *inputfile.TooLargeError
 	)
 
 	switch {
+	case errors.As(err, &nr):
+		return written + " " + nr.Problem()
+	case errors.As(err, &tl):
+		return written + " " + tl.Problem()
 	case errors.As(err, &pe):
-		return fmt.Sprintf("open %s: %v", written, pe.Err)
-	case errors.As(err, &nr), errors.As(err, &tl):
-		return written + " " + err.Error()
+		return fmt.Sprintf("%s %s: %v", pe.Op, written, pe.Err)
 	}
 
 	return fmt.Sprintf("read %s: %v", written, err)
