@@ -97,7 +97,9 @@ func pemForms(pem string) []string {
 	return out
 }
 
-// Scrub returns text without known secrets, PEM blocks or long base64 runs.
+// Scrub returns text without known secrets, credentials in URLs and HTTP
+// headers (a URL's password, secret query parameters: scrub_url.go), PEM
+// blocks or long base64 runs.
 func (s *Scrubber) Scrub(text string) string {
 	if s != nil {
 		if r := s.knownReplacer(); r != nil {
@@ -105,13 +107,15 @@ func (s *Scrubber) Scrub(text string) string {
 		}
 	}
 
+	text = scrubURLs(text)
 	text = pemBlock.ReplaceAllString(text, Redacted)
 
 	return longBase64.ReplaceAllString(text, Redacted)
 }
 
 // ScrubKeyMaterial removes what looks like key material (PEM blocks, long
-// base64 runs) from text where no secret is known, as a last line of defence.
+// base64 runs) and credentials in URLs and HTTP headers from text where no
+// secret is known, as a last line of defence.
 func ScrubKeyMaterial(text string) string { return (*Scrubber)(nil).Scrub(text) }
 
 // knownReplacer replaces every known secret, trying longer ones first so that
@@ -166,38 +170,77 @@ func (e *scrubbedError) Unwrap() error { return e.err }
 
 // ScrubResult scrubs every string of a result in place: free text (errors,
 // event messages, evidence) and, so that no field added later is forgotten,
-// every other string too.
+// every other string too (map keys and strings held in interfaces included).
 func (s *Scrubber) ScrubResult(r *Result) {
 	if r != nil {
-		s.scrubValue(reflect.ValueOf(r).Elem())
+		*r = *Scrubbed(s, r)
 	}
 }
 
-func (s *Scrubber) scrubValue(v reflect.Value) {
+// Scrubbed returns a deep copy of v with every string scrubbed: every string
+// reachable through its exported fields, elements, map keys and values, and
+// pointers and interfaces. v itself is not modified. Unexported fields are
+// copied as they are. v must hold no pointer cycle.
+func Scrubbed[T any](s *Scrubber, v T) T {
+	src := reflect.ValueOf(&v).Elem()
+
+	out, ok := s.scrubCopy(src).Interface().(T)
+	if !ok {
+		return v
+	}
+
+	return out
+}
+
+// scrubCopy returns a copy of v, of v's type, with every string scrubbed.
+func (s *Scrubber) scrubCopy(v reflect.Value) reflect.Value {
+	t := v.Type()
+	out := reflect.New(t).Elem()
+
 	switch v.Kind() {
 	case reflect.String:
-		if v.CanSet() {
-			v.SetString(s.Scrub(v.String()))
-		}
+		out.SetString(s.Scrub(v.String()))
 	case reflect.Struct:
+		out.Set(v)
+
 		for i := range v.NumField() {
-			s.scrubValue(v.Field(i))
+			if t.Field(i).IsExported() {
+				out.Field(i).Set(s.scrubCopy(v.Field(i)))
+			}
 		}
-	case reflect.Slice, reflect.Array:
+	case reflect.Array:
 		for i := range v.Len() {
-			s.scrubValue(v.Index(i))
+			out.Index(i).Set(s.scrubCopy(v.Index(i)))
 		}
-	case reflect.Pointer, reflect.Interface:
+	case reflect.Slice:
 		if !v.IsNil() {
-			s.scrubValue(v.Elem())
+			out.Set(reflect.MakeSlice(t, v.Len(), v.Len()))
+
+			for i := range v.Len() {
+				out.Index(i).Set(s.scrubCopy(v.Index(i)))
+			}
 		}
 	case reflect.Map:
-		for _, k := range v.MapKeys() {
-			e := reflect.New(v.Type().Elem()).Elem()
-			e.Set(v.MapIndex(k))
-			s.scrubValue(e)
-			v.SetMapIndex(k, e)
+		if !v.IsNil() {
+			out.Set(reflect.MakeMapWithSize(t, v.Len()))
+
+			for it := v.MapRange(); it.Next(); {
+				out.SetMapIndex(s.scrubCopy(it.Key()), s.scrubCopy(it.Value()))
+			}
+		}
+	case reflect.Pointer:
+		if !v.IsNil() {
+			p := reflect.New(t.Elem())
+			p.Elem().Set(s.scrubCopy(v.Elem()))
+			out.Set(p)
+		}
+	case reflect.Interface:
+		if !v.IsNil() {
+			out.Set(s.scrubCopy(v.Elem()))
 		}
 	default:
+		out.Set(v)
 	}
+
+	return out
 }
