@@ -1,7 +1,6 @@
 package container
 
 import (
-	"archive/tar"
 	"bytes"
 	"context"
 	_ "embed"
@@ -62,6 +61,7 @@ type Cluster struct {
 
 	docker *testcontainers.DockerClient
 	image  string
+	env    map[string]string // the node containers' environment (binary.go)
 	net    *testcontainers.DockerNetwork
 	// gateway is the host's address on the network.
 	gateway string
@@ -149,34 +149,15 @@ func newCluster(ctx context.Context, sc *scenario.Scenario, opts target.Options,
 }
 
 // buildImage builds the node image from the repository's Dockerfile and the
-// static binary, labelled as the run's.
+// talchaos binary (with its loader and libraries when it is dynamically
+// linked: binary.go), labelled as the run's.
 func (c *Cluster) buildImage(ctx context.Context, bin string) error {
-	data, err := staticBinary(bin)
+	bc, err := nodeContext(bin)
 	if err != nil {
 		return err
 	}
 
-	var archive bytes.Buffer
-
-	tw := tar.NewWriter(&archive)
-
-	for _, f := range []struct {
-		name string
-		mode int64
-		data []byte
-	}{{"Dockerfile", 0o644, dockerfile}, {"talchaos", 0o755, data}} {
-		if err := tw.WriteHeader(&tar.Header{Name: f.name, Mode: f.mode, Size: int64(len(f.data))}); err != nil {
-			return err
-		}
-
-		if _, err := tw.Write(f.data); err != nil {
-			return err
-		}
-	}
-
-	if err := tw.Close(); err != nil {
-		return err
-	}
+	c.env = bc.env
 
 	provider, err := testcontainers.NewDockerProvider(testcontainers.WithLogger(quiet))
 	if err != nil {
@@ -185,7 +166,7 @@ func (c *Cluster) buildImage(ctx context.Context, bin string) error {
 	defer provider.Close() //nolint:errcheck
 
 	req := &testcontainers.ContainerRequest{FromDockerfile: testcontainers.FromDockerfile{
-		ContextArchive: bytes.NewReader(archive.Bytes()),
+		ContextArchive: bytes.NewReader(bc.archive),
 		Repo:           "talchaos-node",
 		Tag:            c.runID,
 		KeepImage:      true,
@@ -288,6 +269,7 @@ func (c *Cluster) startNodes(ctx context.Context, seed int64, names []string, ip
 				Name:   fmt.Sprintf("talchaos-%s-%s", c.runID, name),
 				Cmd:    append([]string{"--name", name}, args...),
 				Labels: maps.Clone(c.labels), // testcontainers adds its own to the map
+				Env:    maps.Clone(c.env),
 				Files: []testcontainers.ContainerFile{
 					{Reader: bytes.NewReader(scData), ContainerFilePath: "/scenario.yaml", FileMode: 0o600},
 					{Reader: bytes.NewReader(bundle), ContainerFilePath: "/secrets.yaml", FileMode: 0o600},

@@ -1,6 +1,7 @@
 // Package container is the container target: the sim's node, one per
-// container (`talchaos node` in an image built FROM scratch from the static
-// talchaos binary), each with its own address on a user-defined Docker
+// container (`talchaos node` in an image built FROM scratch from the
+// talchaos binary, with its loader and libraries when it is dynamically
+// linked), each with its own address on a user-defined Docker
 // network, run with testcontainers-go. Its faults are real: a reboot is a
 // SIGKILL of the container and a start (etcd replays its WAL from disk), a
 // power-off a SIGKILL until healed, pause-node the cgroup freezer (docker
@@ -27,8 +28,9 @@ import (
 
 // Target runs each node in its own container.
 type Target struct {
-	// Binary is the static talchaos binary the node image carries; empty: the
-	// running executable ($TALCHAOS_NODE_BINARY overrides it).
+	// Binary is the talchaos binary the node image carries (static, or
+	// dynamically linked with its libraries: binary.go); empty: the running
+	// executable ($TALCHAOS_NODE_BINARY overrides it).
 	Binary string
 }
 
