@@ -2,6 +2,7 @@ package container_test
 
 import (
 	"context"
+	"debug/elf"
 	"flag"
 	"fmt"
 	"os"
@@ -430,5 +431,59 @@ func TestKilledRunIsReaped(t *testing.T) {
 
 	if left := leftovers(t, d); len(left) > 0 {
 		t.Errorf("after Reap: %v", left)
+	}
+}
+
+// A talchaos from a plain `go install` on a machine with a C compiler is
+// dynamically linked (cgo); run as a user runs it, with no
+// TALCHAOS_NODE_BINARY, its node image carries it with its loader and
+// libraries, and the happy path passes on containers.
+func TestInstalledBinary(t *testing.T) {
+	d := docker(t)
+
+	out, err := exec.Command("go", "env", "CC").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if _, err := exec.LookPath(strings.TrimSpace(string(out))); err != nil {
+		t.Skipf("no C compiler (%v): go install makes a static binary here, as the other tests' node binary is", err)
+	}
+
+	gobin := t.TempDir()
+	install := exec.Command("go", "install", "github.com/talchaos/talchaos/cmd/talchaos")
+	install.Env = append(os.Environ(), "GOBIN="+gobin, "CGO_ENABLED=1")
+
+	if out, err := install.CombinedOutput(); err != nil {
+		t.Fatalf("go install: %v\n%s", err, out)
+	}
+
+	bin := filepath.Join(gobin, "talchaos")
+
+	f, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	dynamic := slices.ContainsFunc(f.Progs, func(p *elf.Prog) bool { return p.Type == elf.PT_INTERP })
+	f.Close() //nolint:errcheck
+
+	if !dynamic {
+		t.Fatal("go install with cgo made a binary without an ELF interpreter")
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+
+	cmd := exec.CommandContext(ctx, bin, "run", "happy-path", "--target", "container", "--report-dir", t.TempDir())
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "TALCHAOS_NODE_BINARY=") })
+
+	out, err = cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "verdict: PASS") {
+		t.Errorf("happy-path on containers with the installed binary: %v\n%s", err, out)
+	}
+
+	if left := leftovers(t, d); len(left) > 0 {
+		t.Errorf("left behind: %v", left)
 	}
 }
