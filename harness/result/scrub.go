@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -18,11 +19,14 @@ const Redacted = "[redacted]"
 // tokens, 23 characters; their 16-character secret part) are well above it.
 const minSecret = 8
 
+// minBase64Run is the shortest base64 run Scrub takes for key material.
+const minBase64Run = 80
+
 var (
 	pemBlock = regexp.MustCompile(`-----BEGIN [A-Z0-9 ]+-----[\s\S]*?-----END [A-Z0-9 ]+-----`)
 	// Keys and certificates inside Talos configs and talosconfigs are long
 	// base64 runs; no log line or error talchaos reports needs one.
-	longBase64 = regexp.MustCompile(`[A-Za-z0-9+/]{80,}={0,2}`)
+	longBase64 = regexp.MustCompile(`[A-Za-z0-9+/]{` + strconv.Itoa(minBase64Run) + `,}={0,2}`)
 	// tokenShape is a Talos bootstrap or trustd token: id.secret.
 	tokenShape = regexp.MustCompile(`^[a-z0-9]{6}\.([a-z0-9]{16})$`)
 )
@@ -108,9 +112,36 @@ func (s *Scrubber) Scrub(text string) string {
 	}
 
 	text = scrubURLs(text)
-	text = pemBlock.ReplaceAllString(text, Redacted)
 
-	return longBase64.ReplaceAllString(text, Redacted)
+	// Cheap tests first: nearly no text holds a PEM block or a long base64 run.
+	if strings.Contains(text, "-----BEGIN ") {
+		text = pemBlock.ReplaceAllString(text, Redacted)
+	}
+
+	if hasBase64Run(text) {
+		text = longBase64.ReplaceAllString(text, Redacted)
+	}
+
+	return text
+}
+
+// hasBase64Run reports whether text holds minBase64Run base64 characters in a row.
+func hasBase64Run(text string) bool {
+	run := 0
+
+	for i := range len(text) {
+		switch c := text[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '+', c == '/':
+			run++
+			if run >= minBase64Run {
+				return true
+			}
+		default:
+			run = 0
+		}
+	}
+
+	return false
 }
 
 // ScrubKeyMaterial removes what looks like key material (PEM blocks, long
