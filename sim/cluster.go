@@ -292,24 +292,28 @@ func GenerateConfigs(sc *scenario.Scenario, profile Profile, ips map[string]stri
 			return nil, err
 		}
 
-		patches := []configpatcher.Patch{hostname}
+		cfgOut, err := configpatcher.Apply(configpatcher.WithConfig(cfg), []configpatcher.Patch{hostname})
+		if err != nil {
+			return nil, err
+		}
 
+		// One patch at a time, so that a patch that does not load or apply
+		// is named by its field (and `run --plan` finds it: CheckPatches).
 		for i, p := range sc.Cluster.ConfigPatches {
 			if len(p.Nodes) > 0 && !slices.Contains(p.Nodes, name) {
 				continue
 			}
 
+			field := fmt.Sprintf("cluster.configPatches[%d].patch", i)
+
 			patch, err := configpatcher.LoadPatch([]byte(p.Patch))
 			if err != nil {
-				return nil, sc.Errorf(fmt.Sprintf("cluster.configPatches[%d].patch", i), "%s", err)
+				return nil, sc.Errorf(field, "%s", err)
 			}
 
-			patches = append(patches, patch)
-		}
-
-		cfgOut, err := configpatcher.Apply(configpatcher.WithConfig(cfg), patches)
-		if err != nil {
-			return nil, err
+			if cfgOut, err = configpatcher.Apply(cfgOut, []configpatcher.Patch{patch}); err != nil {
+				return nil, sc.Errorf(field, "does not apply to %s's config: %s", name, err)
+			}
 		}
 
 		if out.Machine[name], err = cfgOut.Bytes(); err != nil {

@@ -112,8 +112,33 @@ func Scale(sc *scenario.Scenario) float64 {
 	return max(min(sc.TimeScale, limit), 1)
 }
 
-// Check implements target.Target: the sim runs every valid scenario.
-func (Target) Check(*scenario.Scenario) error { return nil }
+// Check implements target.Target: the sim runs every valid scenario whose
+// config patches load and apply.
+func (Target) Check(sc *scenario.Scenario) error { return CheckPatches(sc) }
+
+// CheckPatches generates the scenario's configs as a run would (with
+// addresses of no consequence) when it has config patches, so that a patch
+// the machinery cannot load or apply is refused before any node starts,
+// `run --plan` included, naming its field.
+func CheckPatches(sc *scenario.Scenario) error {
+	if len(sc.Cluster.ConfigPatches) == 0 {
+		return nil
+	}
+
+	ips := map[string]string{}
+	for i, name := range sc.Cluster.NodeNames() {
+		ips[name] = fmt.Sprintf("127.0.0.%d", i+2)
+	}
+
+	profile, err := ProfileFor(sc.Talos)
+	if err != nil {
+		return err
+	}
+
+	_, err = GenerateConfigs(sc, profile, ips, "https://127.0.0.2:6443")
+
+	return err
+}
 
 // Provision implements target.Target.
 func (Target) Provision(ctx context.Context, sc *scenario.Scenario, opts target.Options) (target.Cluster, error) {

@@ -92,8 +92,8 @@ func runDoctor(cmd *cobra.Command, opts doctorOptions) error {
 		}
 	}
 
-	if opts.timeScale <= 0 {
-		return &exitError{code: exitInput, err: fmt.Errorf("--time-scale must be positive, not %g", opts.timeScale)}
+	if err := checkRange("--time-scale", opts.timeScale, 1, 10000); err != nil {
+		return &exitError{code: exitInput, err: err}
 	}
 
 	path := opts.talosconfig
@@ -106,15 +106,9 @@ func runDoctor(cmd *cobra.Command, opts doctorOptions) error {
 		path = filepath.Join(home, ".talos", "config")
 	}
 
-	// Read, not clientconfig.Open: that creates a missing file.
-	data, err := os.ReadFile(path)
+	cfg, err := real.ReadTalosconfig(path)
 	if err != nil {
-		return &exitError{code: exitInput, err: fmt.Errorf("talosconfig: %w", err)}
-	}
-
-	cfg, err := clientconfig.FromBytes(data)
-	if err != nil {
-		return &exitError{code: exitInput, err: fmt.Errorf("talosconfig %s: %w", path, err)}
+		return &exitError{code: exitInput, err: err}
 	}
 
 	if err := pickNodes(&opts, cfg, path); err != nil {
@@ -154,7 +148,7 @@ func runDoctor(cmd *cobra.Command, opts doctorOptions) error {
 		printDoctor(&out, obs, findings)
 	}
 
-	if _, err := io.WriteString(cmd.OutOrStdout(), scrubber.Scrub(out.String())); err != nil {
+	if _, err := io.WriteString(cmd.OutOrStdout(), termSafeString(scrubber.Scrub(out.String()))); err != nil {
 		return &exitError{code: exitHarness, err: err}
 	}
 

@@ -71,6 +71,10 @@ func TestHostileScenariosExitTwo(t *testing.T) {
 			":6: cluster.etcd.maxLearners: must be between 0 and 16, got 2147483648000"},
 		{"voters and learners", head + "cluster: {controlPlanes: 3}\nexpect:\n  voters: 3\n  learners: 3\n",
 			":7: expect.learners: voters 3 + learners 3 is more than the 3 control planes"},
+		{"a patch the machinery cannot load", head + "cluster:\n  controlPlanes: 3\n  configPatches:\n    - patch: |\n        machine: [not, a, mapping]\n",
+			":7: cluster.configPatches[0].patch:"},
+		{"a patch of a field of another type", head + "cluster:\n  controlPlanes: 3\n  configPatches:\n    - patch: |\n        machine:\n          install:\n            disk: {a: b}\n",
+			":7: cluster.configPatches[0].patch:"},
 		{"converged with a node in maintenance", head + "cluster: {controlPlanes: 3}\nexpect:\n  converged: true\n  nodesInMaintenance: [cp3]\n",
 			":7: expect.nodesInMaintenance: contradicts converged: true"},
 	} {

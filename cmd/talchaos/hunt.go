@@ -8,8 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -73,37 +71,6 @@ per seed), summary.md and seed-N/. Exit code 0 when every seed passed, 1 otherwi
 	return cmd
 }
 
-func parseSeeds(s string) ([]int64, error) {
-	if from, to, ok := strings.Cut(s, "-"); ok {
-		a, err1 := strconv.ParseInt(from, 10, 64)
-		b, err2 := strconv.ParseInt(to, 10, 64)
-
-		if err1 != nil || err2 != nil || a > b || b-a > 10000 {
-			return nil, fmt.Errorf("--seeds %q: want FROM-TO with FROM <= TO", s)
-		}
-
-		var out []int64
-		for i := a; i <= b; i++ {
-			out = append(out, i)
-		}
-
-		return out, nil
-	}
-
-	var out []int64
-
-	for _, f := range strings.Split(s, ",") {
-		v, err := strconv.ParseInt(strings.TrimSpace(f), 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("--seeds %q: %w", s, err)
-		}
-
-		out = append(out, v)
-	}
-
-	return out, nil
-}
-
 // runHunt hunts and writes the hunt's reports; the hunt is returned also
 // when seeds failed (the error is then an exitFail).
 func runHunt(cmd *cobra.Command, arg string, opts huntOptions) (*reports.Hunt, error) {
@@ -114,12 +81,8 @@ func runHunt(cmd *cobra.Command, arg string, opts huntOptions) (*reports.Hunt, e
 		return nil, &exitError{code: exitInput, err: err}
 	}
 
-	if opts.parallel < 1 {
-		return nil, &exitError{code: exitInput, err: fmt.Errorf("--parallel must be at least 1, not %d", opts.parallel)}
-	}
-
-	if err := reports.CheckDir(opts.reportDir); err != nil {
-		return nil, &exitError{code: exitInput, err: fmt.Errorf("--report-dir: %w", err)}
+	if err := checkParallel(opts.parallel); err != nil {
+		return nil, &exitError{code: exitInput, err: err}
 	}
 
 	sc, err := loadScenario(arg)
@@ -139,6 +102,11 @@ func runHunt(cmd *cobra.Command, arg string, opts huntOptions) (*reports.Hunt, e
 		}
 
 		opts.parallel = 1
+	}
+
+	// Created only once every input is known to be good.
+	if err := reports.CheckDir(opts.reportDir); err != nil {
+		return nil, &exitError{code: exitInput, err: fmt.Errorf("--report-dir: %w", err)}
 	}
 
 	reapLeftovers(cmd.ErrOrStderr())

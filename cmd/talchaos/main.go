@@ -183,14 +183,14 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.err != nil {
-			fmt.Fprintln(stderr, "talchaos:", result.ScrubKeyMaterial(ee.err.Error()))
+			fmt.Fprintln(stderr, "talchaos:", termSafeString(result.ScrubKeyMaterial(ee.err.Error())))
 		}
 
 		return ee.code
 	}
 
 	// cobra's own errors: unknown command or flag, wrong arguments.
-	fmt.Fprintln(stderr, "talchaos:", result.ScrubKeyMaterial(err.Error()))
+	fmt.Fprintln(stderr, "talchaos:", termSafeString(result.ScrubKeyMaterial(err.Error())))
 
 	return exitInput
 }

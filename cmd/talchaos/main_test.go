@@ -178,7 +178,35 @@ func TestParseSeeds(t *testing.T) {
 		{"3-1", nil, true},
 		{"a-b", nil, true},
 		{"1,x", nil, true},
+		{"1-3,7", []int64{1, 2, 3, 7}, false},
+		{" 4 , 2 ", []int64{4, 2}, false},
+		{"-2--1", []int64{-2, -1}, false},
+		{"9223372036854775807-9223372036854775807", []int64{9223372036854775807}, false},
+		{"9223372036854775806-9223372036854775807", []int64{9223372036854775806, 9223372036854775807}, false},
+		{"-9223372036854775808-9223372036854775807", nil, true},
+		{"0-9223372036854775807", nil, true},
+		{"9223372036854775808", nil, true},
+		{"1,1", nil, true},
+		{"1-3,2", nil, true},
+		{"", nil, true},
+		{",", nil, true},
+		{"1,", nil, true},
+		{"1-10000", nil, false},
+		{"1-10001", nil, true},
+		{"1-5000,6000-11000", nil, true},
+		{"1e3", nil, true},
+		{"0x10", nil, true},
+		{"+5", nil, true},
 	} {
+		if tc.want == nil && !tc.err {
+			got, err := parseSeeds(tc.in)
+			if err != nil || len(got) == 0 {
+				t.Errorf("parseSeeds(%q) = %d seeds, %v", tc.in, len(got), err)
+			}
+
+			continue
+		}
+
 		got, err := parseSeeds(tc.in)
 		if (err != nil) != tc.err || fmt.Sprint(got) != fmt.Sprint(tc.want) {
 			t.Errorf("parseSeeds(%q) = %v, %v", tc.in, got, err)

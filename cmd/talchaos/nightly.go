@@ -73,6 +73,11 @@ instead of running anything.`,
 func runNightly(cmd *cobra.Command, opts nightlyOptions) error {
 	out := cmd.OutOrStdout()
 
+	names, err := checkNightlyFlags(cmd, opts)
+	if err != nil {
+		return &exitError{code: exitInput, err: err}
+	}
+
 	var baseline *stats.Ledger
 
 	if opts.baseline != "" {
@@ -94,18 +99,7 @@ func runNightly(cmd *cobra.Command, opts nightlyOptions) error {
 			return &exitError{code: exitInput, err: err}
 		}
 
-		return verdictOf(out, stats.Compare(baseline, current, nightlyAlpha))
-	}
-
-	names := scenarios.Names()
-	if len(opts.only) > 0 {
-		for _, n := range opts.only {
-			if !slices.Contains(names, n) {
-				return &exitError{code: exitInput, err: fmt.Errorf("--scenario %q: no such built-in scenario (talchaos list)", n)}
-			}
-		}
-
-		names = opts.only
+		return verdictOf(termSafe(out), stats.Compare(baseline, current, nightlyAlpha))
 	}
 
 	if err := reports.CheckDir(opts.reportDir); err != nil {
@@ -150,6 +144,53 @@ func runNightly(cmd *cobra.Command, opts nightlyOptions) error {
 	}
 
 	return verdictOf(out, changes)
+}
+
+// checkNightlyFlags checks every flag before anything is read, run or
+// created, and returns the scenarios to run. --scenario given empty is an
+// error, not the whole catalogue.
+func checkNightlyFlags(cmd *cobra.Command, opts nightlyOptions) ([]string, error) {
+	if opts.compare != "" {
+		for _, f := range []string{"seeds", "parallel", "out", "scenario"} {
+			if cmd.Flags().Changed(f) {
+				return nil, fmt.Errorf("--%s is for a night's run: --compare only compares two ledgers", f)
+			}
+		}
+
+		return nil, nil
+	}
+
+	if _, err := parseSeeds(opts.seeds); err != nil {
+		return nil, err
+	}
+
+	if err := checkParallel(opts.parallel); err != nil {
+		return nil, err
+	}
+
+	names := scenarios.Names()
+	if !cmd.Flags().Changed("scenario") {
+		return names, nil
+	}
+
+	if len(opts.only) == 0 {
+		return nil, errors.New("--scenario: no scenario named (leave the flag out to run the whole catalogue)")
+	}
+
+	seen := map[string]bool{}
+
+	for _, n := range opts.only {
+		switch {
+		case !slices.Contains(names, n):
+			return nil, fmt.Errorf("--scenario %s: no such built-in scenario (talchaos list)", quoteShort(n))
+		case seen[n]:
+			return nil, fmt.Errorf("--scenario %s: named twice", quoteShort(n))
+		}
+
+		seen[n] = true
+	}
+
+	return opts.only, nil
 }
 
 // nightlyHunt hunts one built-in into OUT/NAME; failing seeds are the

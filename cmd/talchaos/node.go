@@ -1,14 +1,16 @@
 package main
 
 import (
+	"errors"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/siderolabs/talos/pkg/machinery/config/generate/secrets"
 	"github.com/spf13/cobra"
+	"go.yaml.in/yaml/v4"
 
 	"github.com/talchaos/talchaos/harness/chaos"
+	"github.com/talchaos/talchaos/harness/inputfile"
 	"github.com/talchaos/talchaos/sim"
 	"github.com/talchaos/talchaos/sim/container"
 )
@@ -30,7 +32,7 @@ func newNodeCmd() *cobra.Command {
 			"Its config and etcd data stay in --dir, so a restarted node boots configured and replays its WAL. The container target runs one per container.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			data, err := os.ReadFile(scFile)
+			data, err := inputfile.Read(scFile, inputfile.MaxConfigBytes)
 			if err != nil {
 				return &exitError{code: exitInput, err: err}
 			}
@@ -39,7 +41,7 @@ func newNodeCmd() *cobra.Command {
 				return &exitError{code: exitInput, err: err}
 			}
 
-			if spec.Bundle, err = secrets.LoadBundle(bundle); err != nil {
+			if spec.Bundle, err = loadBundle(bundle); err != nil {
 				return &exitError{code: exitInput, err: fmt.Errorf("--secrets %s: %w", bundle, err)}
 			}
 
@@ -113,4 +115,21 @@ func newNodeNetCmd() *cobra.Command {
 	cmd.Flags().StringVar(&drop, "drop", "", "comma-separated IPv4 addresses")
 
 	return cmd
+}
+
+// loadBundle is secrets.LoadBundle reading through inputfile (a regular file,
+// bounded, never blocking on a FIFO). Its decoding errors are not quoted: the
+// file holds the cluster's keys.
+func loadBundle(path string) (*secrets.Bundle, error) {
+	data, err := inputfile.Read(path, inputfile.MaxConfigBytes)
+	if err != nil {
+		return nil, errors.New(inputfile.Problem(err))
+	}
+
+	b := &secrets.Bundle{Clock: secrets.NewClock()}
+	if err := yaml.Unmarshal(data, b); err != nil {
+		return nil, errors.New("not a secrets bundle (a YAML error)")
+	}
+
+	return b, nil
 }

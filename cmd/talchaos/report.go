@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -33,6 +34,7 @@ the report holds no history (schema v1).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			path := reportPath(args[0])
+			out := termSafe(cmd.OutOrStdout()) // what a report holds is data
 
 			res, err := reports.ReadJSON(path)
 			if err != nil {
@@ -40,19 +42,19 @@ the report holds no history (schema v1).`,
 			}
 
 			if !rejudge {
-				fmt.Fprint(cmd.OutOrStdout(), reports.Summary(res))
+				fmt.Fprint(out, reports.Summary(res))
 
 				page, err := reports.WriteHTML(filepath.Dir(path), res)
 				if err != nil {
 					return &exitError{code: exitHarness, err: err}
 				}
 
-				fmt.Fprintf(cmd.OutOrStdout(), "\npage: %s\n", page)
+				fmt.Fprintf(out, "\npage: %s\n", page)
 
 				return nil
 			}
 
-			return rejudgeReport(cmd.OutOrStdout(), path, res)
+			return rejudgeReport(out, path, res)
 		},
 	}
 
@@ -105,14 +107,39 @@ func newReplayCmd() *cobra.Command {
 (the file may have moved or changed since), the same seed and target, and every
 fault with the nodes and seed the run resolved for it, started on the same
 triggers. The real target needs --inventory (and --allow-destructive) again.
-A new report is written.`,
+A new report is written, never over the one replayed.
+
+A report is data: replay reads nothing but the report (not the scenario file it
+names), and a scenario copy whose orchestrator runs a command (exec) is replayed
+only with --allow-exec; the command is printed before it runs.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			path := reportPath(args[0])
+			cmd.SetOut(termSafe(cmd.OutOrStdout())) // what a report holds is data
+
+			// Before anything is written: the new report must not replace the
+			// one it replays.
+			if sameDir(filepath.Dir(path), opts.reportDir) {
+				return &exitError{code: exitInput, err: fmt.Errorf("--report-dir %s is where the replayed report is: the new report would overwrite it (give another --report-dir)", opts.reportDir)}
+			}
 
 			res, err := reports.ReadJSON(path)
+			if err == nil {
+				err = replayable(path, res)
+			}
+
 			if err != nil {
-				return &exitError{code: exitInput, err: err}
+				// The contract: a report in every case, saying why.
+				failed := &result.Result{Schema: result.Schema, Scenario: "replay", Target: opts.target, Replay: "talchaos replay " + path}
+				if res != nil {
+					failed.Scenario, failed.Seed, failed.Target = res.Scenario, res.Seed, res.Target
+				}
+
+				if derr := reports.CheckDir(opts.reportDir); derr != nil {
+					return &exitError{code: exitInput, err: errors.Join(err, fmt.Errorf("--report-dir: %w", derr))}
+				}
+
+				return writeAndExit(cmd.OutOrStdout(), opts.reportDir, withError(failed, err), exitInput, err)
 			}
 
 			opts.seed, opts.target = res.Seed, res.Target
@@ -125,9 +152,37 @@ A new report is written.`,
 	cmd.Flags().StringVar(&opts.reportDir, "report-dir", "talchaos-replay", "directory for the new report")
 	cmd.Flags().StringVar(&opts.inventory, "inventory", "", "inventory file (when the report is of the real target)")
 	cmd.Flags().BoolVar(&opts.allowDestructive, "allow-destructive", false, "permit destructive faults on real nodes")
+	cmd.Flags().BoolVar(&opts.allowExec, "allow-exec", false, "run the command of a scenario copy whose orchestrator is exec (it is printed first)")
 	cmd.Flags().BoolVarP(&opts.verbose, "verbose", "v", false, "also print the nodes' machined log lines")
 
 	return cmd
+}
+
+// replayable says why a report cannot be replayed: it must hold the scenario
+// copy it was run from (a v1 report names a file instead, which replay does
+// not read: a report is data).
+func replayable(path string, r *result.Result) error {
+	if r.Source == nil {
+		return fmt.Errorf("%s: holds no scenario copy (schema %s), and replay reads nothing but the report: run the scenario again with 'talchaos run FILE --seed %d'",
+			path, r.Schema, r.Seed)
+	}
+
+	return nil
+}
+
+// sameDir reports whether two paths name one existing directory.
+func sameDir(a, b string) bool {
+	sa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+
+	sb, err := os.Stat(b)
+	if err != nil {
+		return false
+	}
+
+	return os.SameFile(sa, sb)
 }
 
 func reportPath(arg string) string {
@@ -136,10 +191,4 @@ func reportPath(arg string) string {
 	}
 
 	return arg
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-
-	return err == nil
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -37,7 +38,10 @@ type runOptions struct {
 	verbose          bool
 	inventory        string
 	allowDestructive bool
-	plan             bool
+	// allowExec is the consent to run the command of a replayed report's
+	// exec orchestrator.
+	allowExec bool
+	plan      bool
 }
 
 func newRunCmd() *cobra.Command {
@@ -95,25 +99,43 @@ func isBuiltin(arg string) bool {
 	return slices.Contains(scenarios.Names(), arg)
 }
 
-// replayedScenario is the scenario a report was made from: the copy it holds
-// (the file may have moved or changed since), or, for a v1 report without
-// one, the file or built-in it names.
-func replayedScenario(path string, r *result.Result) (*scenario.Scenario, error) {
-	if r.Source != nil {
-		sc, err := chaos.Parse(r.Source.Path, []byte(r.Source.Content))
-		if err != nil {
-			return nil, fmt.Errorf("%s: the scenario copy it holds: %w", path, err)
-		}
+// replayedScenario is the scenario a report was made from: the copy it
+// holds (the file may have moved or changed since; replay reads nothing but
+// the report). A copy that runs a command needs the user's consent, and the
+// command is shown before it runs.
+func replayedScenario(out io.Writer, path string, r *result.Result, allowExec bool) (*scenario.Scenario, error) {
+	if err := replayable(path, r); err != nil {
+		return nil, err
+	}
 
+	sc, err := chaos.Parse(r.Source.Path, []byte(r.Source.Content))
+	if err != nil {
+		return nil, fmt.Errorf("%s: the scenario copy it holds: %w", path, err)
+	}
+
+	if sc.Orchestrator.Name != "exec" {
 		return sc, nil
 	}
 
-	arg := r.File
-	if arg == "" || (strings.HasPrefix(arg, "scenarios/") && !fileExists(arg)) {
-		arg = r.Scenario // a built-in
+	command := quoteCommand(sc.Orchestrator.Command)
+	if !allowExec {
+		return nil, fmt.Errorf("%s: its scenario copy runs a command on this machine (orchestrator exec): %s; replay runs it only with --allow-exec", path, command)
 	}
 
-	return loadScenario(arg)
+	fmt.Fprintf(out, "talchaos: replaying with --allow-exec: the report's exec orchestrator will run %s\n", command)
+
+	return sc, nil
+}
+
+// quoteCommand shows a command's arguments Go-quoted, so that what a report
+// holds reaches the terminal as text, control characters escaped.
+func quoteCommand(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		q[i] = strconv.Quote(a)
+	}
+
+	return "[" + strings.Join(q, " ") + "]"
 }
 
 func recordedSchedule(r *result.Result) []result.Planned {
@@ -193,7 +215,7 @@ func runScenario(cmd *cobra.Command, arg string, opts runOptions) error {
 
 	sc, err := loadScenario(arg)
 	if opts.replaying != nil {
-		sc, err = replayedScenario(opts.replayingPath, opts.replaying)
+		sc, err = replayedScenario(out, opts.replayingPath, opts.replaying, opts.allowExec)
 	}
 
 	if err == nil {

@@ -42,7 +42,7 @@ type shrinkReport struct {
 func runShrink(cmd *cobra.Command, arg string, opts huntOptions) error {
 	out := cmd.OutOrStdout()
 
-	if opts.rate <= 0 || opts.rate > 1 {
+	if math.IsNaN(opts.rate) || opts.rate <= 0 || opts.rate > 1 {
 		return &exitError{code: exitInput, err: fmt.Errorf("--rate %g: want a fraction of the seeds, 0 < R <= 1", opts.rate)}
 	}
 

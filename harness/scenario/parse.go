@@ -2,18 +2,18 @@ package scenario
 
 import (
 	"fmt"
-	"os"
 	"reflect"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/talchaos/talchaos/harness/inputfile"
 	"github.com/talchaos/talchaos/harness/strictyaml"
 )
 
 // Load reads the scenario file at path and parses it.
 func Load(path string, kinds FaultKinds) (*Scenario, error) {
-	data, err := os.ReadFile(path)
+	data, err := inputfile.Read(path, inputfile.MaxConfigBytes)
 	if err != nil {
 		return nil, fmt.Errorf("read scenario: %w", err)
 	}
