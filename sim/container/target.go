@@ -75,8 +75,9 @@ func (t Target) ClockFloors(sc *scenario.Scenario) []target.ClockFloor {
 	return sim.ClockFloorsAt(t.TimeScale(sc))
 }
 
-// Check implements target.Target.
-func (Target) Check(*scenario.Scenario) error { return nil }
+// Check implements target.Target: config patches load and apply (the
+// nodes' configs are the sim's).
+func (Target) Check(sc *scenario.Scenario) error { return sim.CheckPatches(sc) }
 
 // Provision implements target.Target.
 func (t Target) Provision(ctx context.Context, sc *scenario.Scenario, opts target.Options) (target.Cluster, error) {
