@@ -45,7 +45,7 @@ const (
 // linked to the history entries that are their evidence. A report without a
 // history (schema v1) gets the summary only.
 func HTML(r *result.Result) ([]byte, error) {
-	v := newView(r)
+	v := newView(clean(r))
 
 	var buf bytes.Buffer
 	if err := pageTemplate.Execute(&buf, v); err != nil {

@@ -49,6 +49,7 @@ const (
 // into dir, next to the seeds' report directories.
 func WriteHunt(dir string, h *Hunt) ([]string, error) {
 	h.Schema = HuntSchema
+	h = cleanHunt(h)
 
 	data, err := json.MarshalIndent(h, "", "  ")
 	if err != nil {
@@ -87,7 +88,7 @@ func HuntsJUnit(hunts []*Hunt) ([]byte, error) {
 	var suites junitTestSuites
 
 	for _, h := range hunts {
-		suites.Suites = append(suites.Suites, huntSuite(h))
+		suites.Suites = append(suites.Suites, huntSuite(cleanHunt(h)))
 	}
 
 	out, err := xml.MarshalIndent(suites, "", "  ")
@@ -140,6 +141,7 @@ func huntSuite(h *Hunt) junitTestSuite {
 
 // HuntSummary is the hunt as Markdown, ready for $GITHUB_STEP_SUMMARY.
 func HuntSummary(h *Hunt) string {
+	h = cleanHunt(h)
 	s := h.Summary
 
 	var b strings.Builder

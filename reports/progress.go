@@ -7,12 +7,14 @@ import (
 	"time"
 
 	"github.com/talchaos/talchaos/harness/eventlog"
+	"github.com/talchaos/talchaos/harness/result"
 )
 
 // ProgressLine renders one event as `talchaos run` prints it while a run goes
-// on: offset, node, kind, message, and a newline.
+// on: offset, node, kind, message (scrubbed: result.ScrubKeyMaterial), and a
+// newline.
 func ProgressLine(e eventlog.Event) string {
-	return fmt.Sprintf("%8s  %-5s %-24s %s\n", (time.Duration(e.TMs) * time.Millisecond).Truncate(time.Millisecond), e.Node, e.Kind, e.Msg)
+	return fmt.Sprintf("%8s  %-5s %-24s %s\n", (time.Duration(e.TMs) * time.Millisecond).Truncate(time.Millisecond), e.Node, e.Kind, result.ScrubKeyMaterial(e.Msg))
 }
 
 // Progress returns an event sink that prints every event to w as it happens;

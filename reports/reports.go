@@ -50,6 +50,8 @@ func Write(dir string, r *result.Result) (paths []string, err error) {
 		return nil, fmt.Errorf("reports: %w", err)
 	}
 
+	r = clean(r)
+
 	js, err := marshalJSON(r)
 	if err != nil {
 		return nil, err

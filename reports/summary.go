@@ -19,6 +19,8 @@ func Summary(r *result.Result) string {
 		return "ERROR  (no result)\n"
 	}
 
+	r = clean(r)
+
 	var b strings.Builder
 
 	fmt.Fprintf(&b, "%s  %s  target=%s seed=%d talos=%s  %s\n",
@@ -152,6 +154,8 @@ func Markdown(r *result.Result) string {
 	if r == nil {
 		return "# ERROR: no result\n"
 	}
+
+	r = clean(r)
 
 	var b strings.Builder
 
