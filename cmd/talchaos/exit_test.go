@@ -252,6 +252,58 @@ func TestExitsAreClean(t *testing.T) {
 		assertNothingLeft(t, tmp, "")
 	})
 
+	// A SIGKILLed up leaves its keys in --dir: the next talchaos removes them
+	// (a reap of the temp dirs, or the next up of that --dir), the user's
+	// files stay, and the next up starts.
+	t.Run("up/--dir SIGKILL then up again", func(t *testing.T) {
+		tmp := privateTmp(t)
+		dir := t.TempDir()
+		notes := filepath.Join(dir, "notes.txt")
+
+		if err := os.WriteFile(notes, []byte("mine"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+
+		p := startCLI(t, bin, tmp, "up", "--dir", dir, "--time-scale", "60")
+		p.waitFor(t, upRunning)
+		p.signal(syscall.SIGKILL)
+		p.wait(t, -1)
+
+		if _, err := os.Stat(filepath.Join(dir, "talosconfig")); err != nil {
+			t.Fatalf("the killed up's talosconfig is not there to reap: %v", err)
+		}
+
+		// Any talchaos run reaps it.
+		next := startCLI(t, bin, tmp, "run", execScenario(t, "true"), "--report-dir", filepath.Join(t.TempDir(), "report"))
+		next.wait(t, -1)
+
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		if len(entries) != 1 || entries[0].Name() != "notes.txt" {
+			t.Errorf("after the reap %s holds %v, want only notes.txt", dir, entries)
+		}
+
+		// A killed up again; this time the next up of the same --dir reaps it.
+		p = startCLI(t, bin, tmp, "up", "--dir", dir, "--time-scale", "60")
+		p.waitFor(t, upRunning)
+		p.signal(syscall.SIGKILL)
+		p.wait(t, -1)
+
+		p = startCLI(t, bin, tmp, "up", "--dir", dir, "--time-scale", "60")
+		p.waitFor(t, upRunning)
+		p.signal(syscall.SIGTERM)
+		p.wait(t, exitPass)
+
+		if entries, _ := os.ReadDir(dir); len(entries) != 1 { //nolint:errcheck
+			t.Errorf("%s holds %v, want only notes.txt", dir, entries)
+		}
+
+		assertNothingLeft(t, tmp, "")
+	})
+
 	t.Run("up/default temp dir is removed", func(t *testing.T) {
 		tmp := privateTmp(t)
 

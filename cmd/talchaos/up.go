@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -256,17 +257,19 @@ func runUp(cmd *cobra.Command, opts upOptions) error {
 // upDir is where up writes its files, and what it removes on exit.
 type upDir struct {
 	path string
-	// remove is the directory up created (the temp dir, or the topmost
-	// directory it made for --dir), removed with everything in it; empty when
-	// --dir existed.
+	// remove is the temp dir up created (the default), removed with
+	// everything in it; empty for --dir.
 	remove string
-	// written are the files up wrote, removed when --dir existed.
-	written []string
+	// claim is --dir's: the files up writes there are listed in a marker
+	// before they are written, so that a SIGKILLed up's keys are removed by
+	// the next talchaos (scratch.Claim); the directory too, if up made it.
+	claim *scratch.Claim
 }
 
 // openUpDir makes or checks the directory: a marked temp dir by default;
-// --dir is created if missing (and then removed on exit), and when it exists
-// none of the files up would write may be there already.
+// --dir is claimed (created if missing, and then removed on exit; the files
+// a killed up left there reaped), and none of the other files up would write
+// may be there already.
 func openUpDir(dir string, nodes []string) (*upDir, error) {
 	if dir == "" {
 		tmp, err := scratch.MkdirTemp("talchaos-up-")
@@ -277,14 +280,15 @@ func openUpDir(dir string, nodes []string) (*upDir, error) {
 		return &upDir{path: tmp, remove: tmp}, nil
 	}
 
-	created, err := firstMissing(dir)
-	if err != nil {
-		return nil, &exitError{code: exitInput, err: fmt.Errorf("--dir: %w", err)}
-	}
-
 	names := []string{"talosconfig", "inventory.yaml"}
 	for _, n := range nodes {
 		names = append(names, n+".yaml")
+	}
+
+	// What a killed up left is reaped first, so that its files do not stand
+	// in the way; a live up's are not touched.
+	if _, err := scratch.ReapClaim(dir); err != nil {
+		return nil, &exitError{code: exitInput, err: fmt.Errorf("--dir: %w", err)}
 	}
 
 	for _, name := range names {
@@ -295,44 +299,17 @@ func openUpDir(dir string, nodes []string) (*upDir, error) {
 			return nil, &exitError{code: exitInput, err: fmt.Errorf("%s already exists: up writes talosconfig, <node>.yaml and inventory.yaml into --dir and removes them on exit; remove it or choose another --dir", path)}
 		}
 
-		if !errors.Is(err, fs.ErrNotExist) {
+		if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
 			return nil, &exitError{code: exitInput, err: fmt.Errorf("--dir: %w", err)}
 		}
 	}
 
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	claim, err := scratch.ClaimDir(dir)
+	if err != nil {
 		return nil, &exitError{code: exitInput, err: fmt.Errorf("--dir: %w", err)}
 	}
 
-	return &upDir{path: dir, remove: created}, nil
-}
-
-// firstMissing is the topmost directory of dir's path that does not exist
-// yet: what MkdirAll creates. Empty when dir exists.
-func firstMissing(dir string) (string, error) {
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return "", err
-	}
-
-	missing := ""
-
-	for p := abs; ; p = filepath.Dir(p) {
-		_, err := os.Lstat(p)
-		if err == nil {
-			return missing, nil
-		}
-
-		if !errors.Is(err, fs.ErrNotExist) {
-			return "", err
-		}
-
-		missing = p
-
-		if filepath.Dir(p) == p {
-			return missing, nil
-		}
-	}
+	return &upDir{path: dir, claim: claim}, nil
 }
 
 // cleanup removes the directory up created, or else the files it wrote.
@@ -343,21 +320,16 @@ func (d *upDir) cleanup() {
 		return
 	}
 
-	for _, path := range d.written {
-		os.Remove(path) //nolint:errcheck
-	}
+	d.claim.Release()
 }
 
-// write creates a new file in the directory and remembers it.
+// write creates a new file in the directory.
 func (d *upDir) write(name string, data []byte) error {
-	path := filepath.Join(d.path, name)
-
-	err := scratch.WriteSecret(path, data)
-	if !errors.Is(err, fs.ErrExist) {
-		d.written = append(d.written, path)
+	if d.claim != nil {
+		return d.claim.Write(name, data)
 	}
 
-	return err
+	return scratch.WriteSecret(filepath.Join(d.path, name), data)
 }
 
 // writeUpFiles writes the talosconfig, the machine configs and an inventory

@@ -238,9 +238,10 @@ func ReapIn(dir string) (Reaped, error) {
 	}
 
 	var (
-		errs []error
-		dead []string
-		runs = map[string]bool{}
+		errs   []error
+		dead   []string
+		owners = map[string]Owner{}
+		runs   = map[string]bool{}
 	)
 
 	for _, e := range entries {
@@ -256,6 +257,7 @@ func ReapIn(dir string) (Reaped, error) {
 		}
 
 		dead = append(dead, path)
+		owners[path] = owner
 
 		if !runs[owner.Run] {
 			runs[owner.Run] = true
@@ -276,6 +278,13 @@ func ReapIn(dir string) (Reaped, error) {
 	}
 
 	for _, path := range dead {
+		// A claimed directory elsewhere (up --dir) first: its record is here.
+		if err := reapPointer(path, owners[path]); err != nil {
+			errs = append(errs, err)
+
+			continue
+		}
+
 		if err := removeMarked(path); err != nil {
 			errs = append(errs, err)
 
