@@ -20,8 +20,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/siderolabs/talos/pkg/machinery/config"
+	"github.com/siderolabs/talos/pkg/machinery/config/generate"
+
 	"github.com/talchaos/talchaos/harness/result"
 	"github.com/talchaos/talchaos/harness/scratch"
+	"github.com/talchaos/talchaos/harness/secretbundle"
+	"github.com/talchaos/talchaos/sim"
 )
 
 // Every way a talchaos process can end, with the real binary: the report is
@@ -302,6 +307,77 @@ func TestExitsAreClean(t *testing.T) {
 		}
 
 		assertNothingLeft(t, tmp, "")
+	})
+
+	// Commands that only read end within a second of SIGTERM, whatever they
+	// are waiting for: here doctor, whose node accepts TCP and never answers.
+	t.Run("doctor/SIGTERM while a node never answers", func(t *testing.T) {
+		tmp := privateTmp(t)
+
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close() //nolint:errcheck
+
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+
+				t.Cleanup(func() { c.Close() }) //nolint:errcheck
+			}
+		}()
+
+		bundle, err := secretbundle.New(config.TalosVersionCurrent)
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		in, err := generate.NewInput("blackhole", "https://127.0.0.1:6443", sim.KubernetesVersion, generate.WithSecretsBundle(bundle))
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		cfg, err := in.Talosconfig()
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		tc := filepath.Join(t.TempDir(), "talosconfig")
+		if err := cfg.Save(tc); err != nil {
+			t.Fatal(err)
+		}
+
+		p := startCLI(t, bin, tmp, "doctor", "--talosconfig", tc, "--nodes", l.Addr().String())
+
+		// Let it reach the silent node.
+		time.Sleep(time.Second)
+
+		select {
+		case <-p.done:
+			t.Fatalf("doctor ended before the signal (exit %d):\n%s%s", p.code, p.stdout.String(), p.stderr.String())
+		default:
+		}
+
+		p.signal(syscall.SIGTERM)
+		sent := time.Now()
+
+		select {
+		case <-p.done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("doctor did not end within 10 s of SIGTERM")
+		}
+
+		if took := time.Since(sent); took > time.Second {
+			t.Errorf("doctor took %s to end after SIGTERM, want at most 1 s", took)
+		}
+
+		if p.code == exitPass {
+			t.Errorf("an interrupted doctor exited 0")
+		}
 	})
 
 	t.Run("up/default temp dir is removed", func(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -44,6 +45,19 @@ func (e *exitError) Error() string {
 }
 
 func (e *exitError) Unwrap() error { return e.err }
+
+// cleansUp are the commands that own something to stop or remove when
+// interrupted (nodes, ports, temp dirs, a child command): they end on the
+// cancelled context once that is done. Every other command only reads and
+// prints, so a signal ends it within quickExitGrace, whatever it is doing.
+var cleansUp = map[string]bool{"run": true, "replay": true, "hunt": true, "nightly": true, "up": true, "node": true, "node-net": true}
+
+// quickExitGrace is how long a command with nothing to clean up has to end
+// by itself after a signal.
+const quickExitGrace = 500 * time.Millisecond
+
+// nothingToClean is set once the command that runs is not in cleansUp.
+var nothingToClean atomic.Bool
 
 func main() {
 	ctx, stop := notifyInterrupts(context.Background())
@@ -88,6 +102,10 @@ func notifyInterrupts(parent context.Context) (context.Context, func()) {
 				cancel(&interrupted{by: signalNames[s]})
 				first = false
 
+				if nothingToClean.Load() {
+					go exitAfterGrace(signalNames[s])
+				}
+
 				continue
 			}
 
@@ -100,6 +118,15 @@ func notifyInterrupts(parent context.Context) (context.Context, func()) {
 		close(sigs)
 		cancel(nil)
 	}
+}
+
+// exitAfterGrace ends a command with nothing to clean up that has not ended
+// quickExitGrace after a signal: it may be stuck in a call that takes no
+// context (a huge report being decoded or judged).
+func exitAfterGrace(by string) {
+	time.Sleep(quickExitGrace)
+	fmt.Fprintf(os.Stderr, "talchaos: interrupted by %s\n", by)
+	os.Exit(exitHarness)
 }
 
 // stdoutWriter is the commands' stdout. Once a write fails with EPIPE (the
@@ -206,6 +233,11 @@ func newRoot() *cobra.Command {
 	}
 
 	root.SetVersionTemplate("{{.Version}}\n")
+	root.PersistentPreRun = func(cmd *cobra.Command, _ []string) {
+		if !cleansUp[cmd.Name()] {
+			nothingToClean.Store(true)
+		}
+	}
 	root.AddCommand(newRunCmd(), newListCmd(), newShowCmd(), newFaultsCmd(), newUpCmd(), newDoctorCmd(), newReportCmd(), newReplayCmd(), newHuntCmd(), newNightlyCmd(), newNodeCmd(), newNodeNetCmd(),
 		&cobra.Command{
 			Use:   "version",
