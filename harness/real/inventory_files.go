@@ -105,7 +105,11 @@ func (inv *Inventory) checkProxmoxSecret() *strictyaml.Error {
 
 	if f := p.TokenSecretFile; f != "" {
 		data, err := readFile(inv.path(f), maxSecretBytes)
-		if err != nil {
+
+		switch {
+		case err != nil && tokenSecretShape.MatchString(f):
+			return inv.errorf("proxmox.tokenSecretFile", "cannot be read, and looks like the token's secret itself (not shown), not the path of the file that holds it")
+		case err != nil:
 			return inv.errorf("proxmox.tokenSecretFile", "%s", describeFileError(err, f))
 		}
 

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/talchaos/talchaos/harness/result"
 	"github.com/talchaos/talchaos/harness/scenario"
 	"github.com/talchaos/talchaos/harness/strictyaml"
 )
@@ -309,16 +310,16 @@ func (v *validator) proxmox() {
 		return
 	}
 
-	switch u, err := url.Parse(p.URL); {
-	case p.URL == "":
-		v.errorf("proxmox.url", "required: the Proxmox VE API, as https://pve:8006/api2/json")
-	case err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil:
-		v.errorf("proxmox.url", "%s is not an http(s) URL of the Proxmox VE API, as https://pve:8006/api2/json", quote(p.URL))
+	if msg := proxmoxURLProblem(p.URL); msg != "" {
+		v.errorf("proxmox.url", "%s", msg)
 	}
 
 	switch user, token, ok := strings.Cut(p.TokenID, "!"); {
 	case p.TokenID == "":
 		v.errorf("proxmox.tokenID", "required: the API token ID, as root@pam!talchaos")
+	case strings.ContainsAny(p.TokenID, "=: \t") || tokenSecretShape.MatchString(p.TokenID):
+		// root@pam!talchaos=SECRET, as the Authorization header carries it.
+		v.errorf("proxmox.tokenID", "is not of the form user@realm!tokenname and seems to hold the token's secret (not shown): %s", secretHome)
 	case !ok || token == "" || !strings.Contains(user, "@") || strings.HasPrefix(user, "@") || strings.HasSuffix(user, "@"):
 		v.errorf("proxmox.tokenID", "%s is not of the form user@realm!tokenname", quote(p.TokenID))
 	}
@@ -328,9 +329,72 @@ func (v *validator) proxmox() {
 		v.errorf("proxmox", "the API token secret is required: tokenSecretFile or tokenSecretEnv")
 	case p.TokenSecretFile != "" && p.TokenSecretEnv != "":
 		v.errorf("proxmox.tokenSecretEnv", "one of tokenSecretFile or tokenSecretEnv, not both")
+	case p.TokenSecretEnv != "" && tokenSecretShape.MatchString(p.TokenSecretEnv):
+		v.errorf("proxmox.tokenSecretEnv", "looks like the token's secret itself (not shown), not the name of the environment variable that holds it")
 	case p.TokenSecretEnv != "" && !envNameRE.MatchString(p.TokenSecretEnv):
 		v.errorf("proxmox.tokenSecretEnv", "%s is not an environment variable name", quote(p.TokenSecretEnv))
 	}
+}
+
+// tokenSecretShape is a Proxmox VE API token secret: a UUID. A value of that
+// shape where the inventory wants something else is the secret put in the
+// wrong place, and is never quoted back.
+var tokenSecretShape = regexp.MustCompile(`^\s*[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\s*$`)
+
+// secretHome says where the Proxmox API token's secret goes.
+const secretHome = "the API token's secret belongs in the file tokenSecretFile names or the environment variable tokenSecretEnv names, never in the inventory"
+
+// proxmoxURLProblem checks the Proxmox VE API URL; it returns what is wrong,
+// or "". A URL that may hold a secret is not quoted back: the message names
+// the problem and the field (the caller adds file and line).
+//
+// Refused:
+//   - credentials in the URL: a user name or password before the host
+//     (https://root@pam:pw@pve), a query or fragment (?password=, #token=),
+//     or anything the scrubber would redact (result.ScrubKeyMaterial). The
+//     URL is printed in errors and written into reports; the token's secret
+//     has its own field.
+//   - plain http, but to a loopback address: talchaos sends the API token in
+//     the Authorization header of every request, which anyone on the path of
+//     plain http reads. To 127.0.0.1 or [::1] (an SSH tunnel, a local test
+//     server) it never leaves the machine. A host name, "localhost" included,
+//     is not taken as loopback: what it resolves to is not the inventory's
+//     to say. proxmox.Open applies the same rule to a configuration built
+//     in code.
+func proxmoxURLProblem(raw string) string {
+	const want = "the Proxmox VE API, as https://pve:8006/api2/json"
+
+	if raw == "" {
+		return "required: " + want
+	}
+
+	if tokenSecretShape.MatchString(raw) {
+		return "looks like an API token secret (not shown), not a URL: " + secretHome + "; url is " + want
+	}
+
+	u, err := url.Parse(raw)
+
+	switch {
+	case strings.Contains(raw, "@") || (err == nil && u.User != nil) || result.ScrubKeyMaterial(raw) != raw:
+		return "holds credentials (not shown: a user name or password before the host, or a secret parameter), " +
+			"and the URL is printed in errors and reports: " + secretHome
+	case err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "":
+		return fmt.Sprintf("%s is not an http(s) URL of %s", quote(raw), want)
+	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.Contains(raw, "#"):
+		return "has a query or fragment (not shown, it may hold a secret): the API URL is scheme, host, port and path, as https://pve:8006/api2/json; " + secretHome
+	case u.Scheme == "http" && !isLoopbackIP(u.Hostname()):
+		return "plain http: talchaos sends the API token in the Authorization header of every request, which anyone on the network path reads over http; " +
+			"use https (insecureSkipVerify: true for PVE's self-signed certificate). http is accepted only to a loopback IP (127.0.0.1, [::1]: an SSH tunnel, a local test server)"
+	}
+
+	return ""
+}
+
+// isLoopbackIP reports whether host is a loopback IP address (not a name).
+func isLoopbackIP(host string) bool {
+	addr, err := netip.ParseAddr(host)
+
+	return err == nil && addr.IsLoopback()
 }
 
 // quote quotes a value for a message, cut short when long: inventories are
