@@ -36,8 +36,10 @@
 //
 // # Secrets
 //
-// The token secret is sent only in the Authorization header. Error texts are
-// scrubbed of it, and go-proxmox's logger is replaced by one that drops
+// The token secret is sent only in the Authorization header, so Open refuses
+// an API URL that holds credentials (userinfo, a query or fragment) and plain
+// http but to a loopback IP; it never quotes the URL. Error texts are
+// scrubbed of the secret, and go-proxmox's logger is replaced by one that drops
 // everything (its debug output would include request bodies).
 package proxmox
 
@@ -48,6 +50,8 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"net/netip"
+	"net/url"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -189,8 +193,12 @@ func checkConfig(cfg Config, vm VM) error {
 	switch {
 	case cfg.URL == "":
 		return errors.New("no API URL")
+	case urlProblem(cfg.URL) != "":
+		return errors.New("API URL: " + urlProblem(cfg.URL))
 	case cfg.TokenID == "":
 		return errors.New("no API token ID")
+	case strings.ContainsAny(cfg.TokenID, "=: \t"):
+		return errors.New("API token ID (not shown) holds the token's secret: it is user@realm!tokenname, the secret goes in TokenSecret")
 	case !strings.Contains(cfg.TokenID, "@") || !strings.Contains(cfg.TokenID, "!"):
 		return fmt.Errorf("API token ID %q is not of the form user@realm!tokenname", cfg.TokenID)
 	case cfg.TokenSecret == "":
@@ -204,6 +212,35 @@ func checkConfig(cfg Config, vm VM) error {
 	}
 
 	return nil
+}
+
+// urlProblem says what is wrong with an API URL, or "". The URL is never
+// quoted: it may hold a secret.
+//
+// A URL with credentials (userinfo, a query or fragment) is refused: the URL
+// shows in errors, the token's secret has its own field. So is plain http,
+// but to a loopback IP: the token is sent in the Authorization header of
+// every request, which anyone on the path of plain http reads; to 127.0.0.1
+// or [::1] (an SSH tunnel, the fake PVE of the tests) it does not leave the
+// machine. The inventory (package real) refuses the same, with messages that
+// name its fields.
+func urlProblem(raw string) string {
+	u, err := url.Parse(raw)
+
+	switch {
+	case strings.Contains(raw, "@") || (err == nil && u.User != nil):
+		return "holds credentials (not shown): the token's secret goes in TokenSecret"
+	case err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http"):
+		return "not an http(s) URL with a host (not shown)"
+	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.Contains(raw, "#"):
+		return "has a query or fragment (not shown, it may hold a secret)"
+	case u.Scheme == "http":
+		if addr, err := netip.ParseAddr(u.Hostname()); err != nil || !addr.IsLoopback() {
+			return "plain http would send the API token in clear text to a host other than a loopback IP: use https"
+		}
+	}
+
+	return ""
 }
 
 // apiURL adds /api2/json to a bare https://host:8006.
