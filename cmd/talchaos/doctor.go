@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -96,6 +100,15 @@ func runDoctor(cmd *cobra.Command, opts doctorOptions) error {
 		return &exitError{code: exitInput, err: err}
 	}
 
+	// The flags' addresses before any file is read; the talosconfig's below.
+	if err := checkAddresses("nodes", opts.nodes); err != nil {
+		return &exitError{code: exitInput, err: err}
+	}
+
+	if err := checkAddresses("endpoints", opts.endpoints); err != nil {
+		return &exitError{code: exitInput, err: err}
+	}
+
 	path := opts.talosconfig
 	if path == "" {
 		path = os.Getenv("TALOSCONFIG")
@@ -112,6 +125,14 @@ func runDoctor(cmd *cobra.Command, opts doctorOptions) error {
 	}
 
 	if err := pickNodes(&opts, cfg, path); err != nil {
+		return &exitError{code: exitInput, err: err}
+	}
+
+	if err := checkAddresses("nodes", opts.nodes); err != nil {
+		return &exitError{code: exitInput, err: err}
+	}
+
+	if err := checkAddresses("endpoints", opts.endpoints); err != nil {
 		return &exitError{code: exitInput, err: err}
 	}
 
@@ -201,6 +222,62 @@ func pickNodes(opts *doctorOptions, cfg *clientconfig.Config, path string) error
 
 	return nil
 }
+
+// maxDoctorNodes bounds the nodes doctor examines at once.
+const maxDoctorNodes = 1000
+
+// checkAddresses checks node or endpoint addresses, from the flags or from a
+// talosconfig (a file is input): a host name or IP, with a port from 1 to
+// 65535 if any, each once.
+func checkAddresses(what string, addrs []string) error {
+	if len(addrs) > maxDoctorNodes {
+		return fmt.Errorf("--%s: %d addresses, at most %d", what, len(addrs), maxDoctorNodes)
+	}
+
+	seen := map[string]bool{}
+
+	for _, a := range addrs {
+		if err := checkAddress(a); err != nil {
+			return fmt.Errorf("--%s %s: %w", what, quoteShort(a), err)
+		}
+
+		if seen[a] {
+			return fmt.Errorf("--%s %s: given twice", what, quoteShort(a))
+		}
+
+		seen[a] = true
+	}
+
+	return nil
+}
+
+func checkAddress(a string) error {
+	host, port := a, ""
+
+	if h, p, err := net.SplitHostPort(a); err == nil {
+		host, port = h, p
+	} else if strings.Count(a, ":") == 1 {
+		return errors.New("want HOST or HOST:PORT")
+	}
+
+	if port != "" {
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return errors.New("the port must be a number from 1 to 65535")
+		}
+	}
+
+	if net.ParseIP(host) != nil {
+		return nil
+	}
+
+	if !hostnameRE.MatchString(host) || len(host) > 253 {
+		return errors.New("neither an IP address nor a host name")
+	}
+
+	return nil
+}
+
+var hostnameRE = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?$`)
 
 func printDoctor(out io.Writer, obs *history.Observation, findings []check.Finding) {
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)

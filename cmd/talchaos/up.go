@@ -176,6 +176,10 @@ func loopbackBlock(cidr string, nodes int) (int, error) {
 func runUp(cmd *cobra.Command, opts upOptions) error {
 	out := cmd.OutOrStdout()
 
+	if err := checkUpFlags(cmd, opts); err != nil {
+		return &exitError{code: exitInput, err: err}
+	}
+
 	sc, err := upScenario(opts)
 	if err != nil {
 		return &exitError{code: exitInput, err: err}
@@ -201,10 +205,6 @@ func runUp(cmd *cobra.Command, opts upOptions) error {
 	case "sim":
 		cluster, err = sim.NewClusterWith(cmd.Context(), sc, opts.seed, sim.Options{Block: block})
 	case "container":
-		if opts.cidr != "" {
-			return &exitError{code: exitInput, err: errors.New("--cidr is for --target=sim: containers take addresses on their own Docker network")}
-		}
-
 		var c target.Cluster
 
 		c, err = container.Target{}.Provision(cmd.Context(), sc, target.Options{Seed: opts.seed})
@@ -250,6 +250,30 @@ func runUp(cmd *cobra.Command, opts upOptions) error {
 	fmt.Fprintln(out, "\nrunning; press Ctrl-C to stop and clean up")
 	<-cmd.Context().Done()
 	fmt.Fprintln(out, "stopping...")
+
+	return nil
+}
+
+// checkUpFlags refuses flags that cannot work together, before anything is
+// created.
+func checkUpFlags(cmd *cobra.Command, opts upOptions) error {
+	switch opts.target {
+	case "sim":
+	case "container":
+		if opts.cidr != "" {
+			return errors.New("--cidr is for --target=sim: containers take addresses on their own Docker network")
+		}
+	default:
+		return fmt.Errorf("unknown target %s: sim or container", quoteShort(opts.target))
+	}
+
+	if opts.from != "" {
+		for _, f := range []string{"control-planes", "workers", "talos", "time-scale"} {
+			if cmd.Flags().Changed(f) {
+				return fmt.Errorf("--%s is not used with --from: the cluster, profile and time scale are the scenario's", f)
+			}
+		}
+	}
 
 	return nil
 }
