@@ -10,10 +10,17 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
+	"strings"
 
+	"github.com/talchaos/talchaos/harness/chaos"
+	"github.com/talchaos/talchaos/harness/history"
+	"github.com/talchaos/talchaos/harness/inputfile"
 	"github.com/talchaos/talchaos/harness/result"
+	"github.com/talchaos/talchaos/harness/scenario"
 	"github.com/talchaos/talchaos/harness/scratch"
+	"github.com/talchaos/talchaos/harness/strictjson"
 )
 
 // File names written by Write.
@@ -111,38 +118,182 @@ func ordered(written map[string]string) []string {
 	return out
 }
 
-// ReadJSON reads a report.json written by Write. It fails if the file's
-// schema field is neither result.Schema nor result.SchemaV1 (v2 only added
-// fields, so a v1 report reads as a v2 one without them).
+// ReadJSON reads a report.json written by Write, of schema result.Schema or
+// result.SchemaV1 (v2 only added fields, so a v1 report reads as a v2 one
+// without them). The file is untrusted input (downloaded from CI, attached to
+// a bug report) and is read as strictly as a scenario: it must be a regular
+// file of at most inputfile.MaxReportBytes; an unknown field, a key written
+// twice, a value of the wrong type or out of range, a required field left out
+// (schema, scenario, target, seed) and data after the JSON value are errors;
+// so is a report that contradicts itself (result.Validate, history.Check:
+// fault kinds checked against the catalogue), or whose schedule does not fit
+// its scenario copy (every recorded fault a fault of the copy, of its kind, on
+// the nodes its parameters name, "random" resolved to a control plane other
+// than the bootstrap node). Every problem is a *strictjson.Error (several:
+// strictjson.Errors) naming the file, the line and column and the JSON path.
 func ReadJSON(path string) (*result.Result, error) {
-	data, err := os.ReadFile(path)
+	data, err := inputfile.Read(path, inputfile.MaxReportBytes)
 	if err != nil {
-		return nil, fmt.Errorf("reports: %w", err)
+		return nil, &strictjson.Error{File: path, Msg: "cannot read the report: " + inputfile.Problem(err), Err: err}
 	}
 
-	// Check the schema first, so a report of another schema fails with a
-	// schema error rather than whatever decoding error its shape causes.
+	return DecodeJSON(path, data)
+}
+
+// DecodeJSON is ReadJSON of a report.json's content; file names it in errors.
+func DecodeJSON(file string, data []byte) (*result.Result, error) {
+	// The schema first, so that a report of another schema (or another
+	// file) fails with a schema error rather than whatever its shape causes.
 	var head struct {
 		Schema *string `json:"schema"`
 	}
 
-	if err := json.Unmarshal(data, &head); err != nil {
-		return nil, fmt.Errorf("reports: %s: %w", path, err)
-	}
-
-	switch {
-	case head.Schema == nil:
-		return nil, fmt.Errorf("reports: %s: no schema field, want %q", path, result.Schema)
-	case *head.Schema != result.Schema && *head.Schema != result.SchemaV1:
-		return nil, fmt.Errorf("reports: %s: schema %q, want %q or %q", path, *head.Schema, result.Schema, result.SchemaV1)
+	if json.Unmarshal(data, &head) == nil {
+		switch {
+		case head.Schema == nil:
+			return nil, strictjson.Locate(file, data, []*strictjson.Error{{Path: "schema",
+				Msg: fmt.Sprintf("missing: want %s or %s (not a talchaos report?)", result.Schema, result.SchemaV1)}})
+		case *head.Schema != result.Schema && *head.Schema != result.SchemaV1:
+			return nil, strictjson.Locate(file, data, []*strictjson.Error{{Path: "schema",
+				Msg: fmt.Sprintf("is %s: want %s or %s (not a report this talchaos can read)", strictjson.Quote(*head.Schema), result.Schema, result.SchemaV1)}})
+		}
 	}
 
 	var r result.Result
-	if err := json.Unmarshal(data, &r); err != nil {
-		return nil, fmt.Errorf("reports: %s: %w", path, err)
+	if err := strictjson.Decode(file, data, &r, reportOptions); err != nil {
+		return nil, err
+	}
+
+	errs := r.Validate(knownKind)
+	if len(errs) == 0 {
+		errs = checkScenarioCopy(&r)
+	}
+
+	if len(errs) > 0 {
+		return nil, strictjson.Locate(file, data, errs)
 	}
 
 	return normalize(&r), nil
+}
+
+// reportOptions are the fields a report.json must have: those without which
+// it cannot be judged or replayed, and those talchaos has always written
+// (an empty list is written as [], an absent entry field as nothing).
+var reportOptions = strictjson.Options{Required: map[reflect.Type][]string{
+	reflect.TypeFor[result.Result]():           {"schema", "scenario", "target", "seed", "verdict"},
+	reflect.TypeFor[result.Source]():           {"path", "sha256", "content"},
+	reflect.TypeFor[result.Planned]():          {"name", "kind"},
+	reflect.TypeFor[history.History]():         {"start", "scale", "nodes", "entries"},
+	reflect.TypeFor[history.Node]():            {"name", "role", "address"},
+	reflect.TypeFor[history.Entry]():           {"wallMs", "talosMs"},
+	reflect.TypeFor[history.Call]():            {"rpc", "client", "code", "durationMs"},
+	reflect.TypeFor[history.FaultEvent]():      {"name", "kind", "phase"},
+	reflect.TypeFor[history.Trigger]():         {"fault", "state"},
+	reflect.TypeFor[history.Log]():             {"source", "text"},
+	reflect.TypeFor[history.NodeObservation](): {"name", "mode"},
+}}
+
+// knownKind says whether the fault catalogue has a kind.
+func knownKind(kind string) bool {
+	_, ok := chaos.Lookup(kind)
+
+	return ok
+}
+
+// checkScenarioCopy checks a report against the scenario copy it holds, when
+// this talchaos can parse the copy (one it cannot is the business of the
+// commands that need it): the history's nodes and the schedule's are the
+// scenario's nodes; every recorded fault is a fault of the scenario, of the
+// same kind, on the nodes its parameters name ("random" resolved to a control
+// plane other than the bootstrap node, the same one for every parameter); a
+// schedule recorded at all holds every fault of the scenario. A replay takes
+// the recorded nodes and seeds instead of drawing them: a record that does
+// not fit would be dropped or fail at run time.
+func checkScenarioCopy(r *result.Result) []*strictjson.Error {
+	if r.Source == nil {
+		return nil
+	}
+
+	sc, err := chaos.Parse(r.Source.Path, []byte(r.Source.Content))
+	if err != nil {
+		return nil
+	}
+
+	var p strictjson.Problems
+
+	names := sc.Cluster.NodeNames()
+
+	if r.History != nil {
+		for i, n := range r.History.Nodes {
+			if !slices.Contains(names, n.Name) {
+				p.Addf(strictjson.Key(strictjson.Index("history.nodes", i), "name"), "node %s is not a node of the scenario copy's cluster (%s)",
+					strictjson.Quote(n.Name), strings.Join(names, ", "))
+			}
+		}
+	}
+
+	for i, rec := range r.Schedule {
+		fp := strictjson.Index("schedule", i)
+
+		j := slices.IndexFunc(sc.Faults, func(f scenario.Fault) bool { return f.Name == rec.Name })
+		if j < 0 {
+			p.Addf(strictjson.Key(fp, "name"), "fault %s is not a fault of the scenario copy", strictjson.Quote(rec.Name))
+
+			continue
+		}
+
+		f := sc.Faults[j]
+		if f.Kind != rec.Kind {
+			p.Addf(strictjson.Key(fp, "kind"), "is %s, but the scenario copy's fault %s is of kind %s", strictjson.Quote(rec.Kind), strictjson.Quote(f.Name), f.Kind)
+
+			continue
+		}
+
+		kind, ok := f.Spec.(chaos.Kind)
+		if !ok {
+			continue
+		}
+
+		checkRecordedNodes(&p, strictjson.Key(fp, "nodes"), rec.Nodes, chaos.NodesOf(kind), sc)
+	}
+
+	if len(r.Schedule) > 0 {
+		for _, f := range sc.Faults {
+			if !slices.ContainsFunc(r.Schedule, func(rec result.Planned) bool { return rec.Name == f.Name }) {
+				p.Addf("schedule", "has no resolution of the scenario copy's fault %s", strictjson.Quote(f.Name))
+			}
+		}
+	}
+
+	return p.Errs()
+}
+
+// checkRecordedNodes checks a recorded fault's nodes against the nodes its
+// parameters name in the scenario.
+func checkRecordedNodes(p *strictjson.Problems, path string, got, params []string, sc *scenario.Scenario) {
+	if len(got) != len(params) {
+		p.Addf(path, "names %d nodes, but the scenario copy's fault names %d (%s)", len(got), len(params), strings.Join(params, ", "))
+
+		return
+	}
+
+	random := ""
+
+	for i, n := range got {
+		switch want := params[i]; {
+		case want != scenario.RandomNode:
+			if n != want {
+				p.Addf(strictjson.Index(path, i), "is %s, but the scenario copy's fault names %s", strictjson.Quote(n), want)
+			}
+		case !scenario.IsControlPlane(n) || n == sc.Orchestrator.BootstrapNode || !slices.Contains(sc.Cluster.NodeNames(), n):
+			p.Addf(strictjson.Index(path, i), "is %s, but %s resolves to a control plane of the cluster other than the bootstrap node %s",
+				strictjson.Quote(n), scenario.RandomNode, sc.Orchestrator.BootstrapNode)
+		case random != "" && n != random:
+			p.Addf(strictjson.Index(path, i), "is %s, but %s resolved to %s for the same fault", strictjson.Quote(n), scenario.RandomNode, random)
+		default:
+			random = n
+		}
+	}
 }
 
 // marshalJSON renders report.json: indented, with a trailing newline and with

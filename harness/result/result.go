@@ -4,9 +4,14 @@
 package result
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+
 	"github.com/talchaos/talchaos/harness/buildinfo"
 	"github.com/talchaos/talchaos/harness/eventlog"
 	"github.com/talchaos/talchaos/harness/history"
+	"github.com/talchaos/talchaos/harness/scenario"
+	"github.com/talchaos/talchaos/harness/strictjson"
 )
 
 // Schema is the report schema identifier.
@@ -165,4 +170,190 @@ type Fault struct {
 	StartMs int64  `json:"startMs"`
 	EndMs   int64  `json:"endMs"`
 	Error   string `json:"error,omitempty"`
+}
+
+// Validate reports what makes a report read back inconsistent, each problem
+// at its JSON path (reports.ReadJSON places them in the file): a schema,
+// verdict or time scale that does not exist, a scenario copy whose sha256 is
+// not its content's, a schedule with a fault named twice or of an unknown
+// kind or on a node the run did not have, negative durations and counts,
+// an inconsistent history (history.Check), fault events and triggers of
+// faults the schedule does not hold. knownKind says whether a fault kind
+// exists (nil: kinds are not checked; harness/chaos knows them and imports
+// this package).
+func (r *Result) Validate(knownKind func(string) bool) []*strictjson.Error {
+	var p strictjson.Problems
+
+	if r.Schema != Schema && r.Schema != SchemaV1 {
+		p.Addf("schema", "is %s: want %s or %s", strictjson.Quote(r.Schema), Schema, SchemaV1)
+	}
+
+	for _, f := range []struct{ name, value string }{{"scenario", r.Scenario}, {"target", r.Target}} {
+		if f.value == "" {
+			p.Addf(f.name, "is empty")
+		}
+	}
+
+	if r.Verdict != Pass && r.Verdict != Fail && r.Verdict != Error {
+		p.Addf("verdict", "is %s: want %s, %s or %s", strictjson.Quote(r.Verdict), Pass, Fail, Error)
+	}
+
+	for _, s := range []struct {
+		name  string
+		value float64
+	}{{"timeScale", r.TimeScale}, {"scenarioTimeScale", r.ScenarioTimeScale}} {
+		if s.value != 0 && !(s.value >= 1 && s.value <= scenario.MaxTimeScale) {
+			p.Addf(s.name, "is %v: a time scale is between 1 and %d", s.value, scenario.MaxTimeScale)
+		}
+	}
+
+	nonNegative(&p, "durationMs", r.DurationMs)
+
+	for i, c := range r.ClockFloors {
+		nonNegative(&p, strictjson.Key(strictjson.Index("clockFloors", i), "talosMs"), c.TalosMs)
+		nonNegative(&p, strictjson.Key(strictjson.Index("clockFloors", i), "modelledMs"), c.ModelledMs)
+	}
+
+	if r.Source != nil {
+		if sum := sha256.Sum256([]byte(r.Source.Content)); r.Source.SHA256 != hex.EncodeToString(sum[:]) {
+			p.Addf("source.sha256", "is %s, but the scenario copy's content has sha256 %x: the copy was changed or the sum is not its",
+				strictjson.Quote(r.Source.SHA256), sum)
+		}
+	}
+
+	r.checkSchedule(&p, knownKind)
+	r.checkOutcome(&p)
+
+	if r.History != nil {
+		r.History.Check(&p, "history", knownKind)
+		r.checkHistoryFaults(&p)
+	}
+
+	return p.Errs()
+}
+
+func nonNegative(p *strictjson.Problems, path string, v int64) {
+	if v < 0 {
+		p.Addf(path, "is %d: it is not negative", v)
+	}
+}
+
+func (r *Result) checkSchedule(p *strictjson.Problems, knownKind func(string) bool) {
+	var nodes map[string]bool
+
+	if r.History != nil {
+		nodes = map[string]bool{}
+		for _, n := range r.History.Nodes {
+			nodes[n.Name] = true
+		}
+	}
+
+	at := map[string]int{}
+
+	for i, f := range r.Schedule {
+		fp := strictjson.Index("schedule", i)
+
+		switch j, dup := at[f.Name]; {
+		case f.Name == "":
+			p.Addf(strictjson.Key(fp, "name"), "is empty")
+		case dup:
+			p.Addf(strictjson.Key(fp, "name"), "fault %s is scheduled twice (also schedule[%d])", strictjson.Quote(f.Name), j)
+		default:
+			at[f.Name] = i
+		}
+
+		checkKind(p, strictjson.Key(fp, "kind"), f.Kind, knownKind)
+
+		for j, n := range f.Nodes {
+			if n == "" || nodes != nil && !nodes[n] {
+				p.Addf(strictjson.Index(strictjson.Key(fp, "nodes"), j), "names node %s, which the run did not have", strictjson.Quote(n))
+			}
+		}
+	}
+}
+
+func checkKind(p *strictjson.Problems, path, kind string, knownKind func(string) bool) {
+	switch {
+	case kind == "":
+		p.Addf(path, "is empty")
+	case knownKind != nil && !knownKind(kind):
+		p.Addf(path, "is %s: no such fault kind (talchaos faults)", strictjson.Quote(kind))
+	}
+}
+
+// checkOutcome checks the counts and offsets of what the run recorded for
+// people to read (the faults as they ran are shown, not replayed: their
+// kinds are not checked).
+func (r *Result) checkOutcome(p *strictjson.Problems) {
+	if r.Outcome.Voters < 0 {
+		p.Addf("outcome.voters", "is %d: a count is not negative", r.Outcome.Voters)
+	}
+
+	if r.Outcome.Learners < 0 {
+		p.Addf("outcome.learners", "is %d: a count is not negative", r.Outcome.Learners)
+	}
+
+	for i, pr := range r.Outcome.Promotions {
+		pp := strictjson.Index("outcome.promotions", i)
+		nonNegative(p, strictjson.Key(pp, "learnerMs"), pr.LearnerMs)
+
+		if pr.PromotedMs < -1 {
+			p.Addf(strictjson.Key(pp, "promotedMs"), "is %d: an offset, or -1 for never", pr.PromotedMs)
+		}
+	}
+
+	for i, d := range r.Diagnoses {
+		nonNegative(p, strictjson.Key(strictjson.Index("diagnoses", i), "tMs"), d.TMs)
+	}
+
+	for i, f := range r.Faults {
+		fp := strictjson.Index("faults", i)
+
+		for _, t := range []struct {
+			name string
+			ms   int64
+		}{{"startMs", f.StartMs}, {"endMs", f.EndMs}} {
+			if t.ms < -1 {
+				p.Addf(strictjson.Key(fp, t.name), "is %d: an offset, or -1 for never", t.ms)
+			}
+		}
+	}
+
+	for i, e := range r.Events {
+		nonNegative(p, strictjson.Key(strictjson.Index("events", i), "tMs"), e.TMs)
+	}
+}
+
+// checkHistoryFaults checks that the history's fault events and triggers are
+// of faults the schedule holds, with their kinds.
+func (r *Result) checkHistoryFaults(p *strictjson.Problems) {
+	kinds := make(map[string]string, len(r.Schedule))
+	for _, f := range r.Schedule {
+		kinds[f.Name] = f.Kind
+	}
+
+	for i, e := range r.History.Entries {
+		if p.Full() {
+			return
+		}
+
+		ep := strictjson.Index("history.entries", i)
+
+		switch {
+		case e.Fault != nil:
+			kind, ok := kinds[e.Fault.Name]
+
+			switch {
+			case !ok:
+				p.Addf(strictjson.Key(strictjson.Key(ep, "fault"), "name"), "fault %s is not in the schedule", strictjson.Quote(e.Fault.Name))
+			case kind != e.Fault.Kind:
+				p.Addf(strictjson.Key(strictjson.Key(ep, "fault"), "kind"), "is %s, but the schedule's fault %s is of kind %s",
+					strictjson.Quote(e.Fault.Kind), strictjson.Quote(e.Fault.Name), strictjson.Quote(kind))
+			}
+		case e.Trigger != nil:
+			if _, ok := kinds[e.Trigger.Fault]; !ok {
+				p.Addf(strictjson.Key(strictjson.Key(ep, "trigger"), "fault"), "fault %s is not in the schedule", strictjson.Quote(e.Trigger.Fault))
+			}
+		}
+	}
 }
