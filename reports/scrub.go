@@ -10,7 +10,7 @@ import "github.com/talchaos/talchaos/harness/result"
 // writer of this package puts a credential in a file or on a terminal. r is
 // not modified.
 func clean(r *result.Result) *result.Result {
-	return result.Scrubbed[*result.Result](nil, r)
+	return (*result.Scrubber)(nil).ScrubbedResult(r)
 }
 
 // cleanHunt is clean for a hunt.

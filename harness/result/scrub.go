@@ -2,7 +2,9 @@ package result
 
 import (
 	"cmp"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"reflect"
 	"regexp"
 	"slices"
@@ -204,8 +206,29 @@ func (e *scrubbedError) Unwrap() error { return e.err }
 // every other string too (map keys and strings held in interfaces included).
 func (s *Scrubber) ScrubResult(r *Result) {
 	if r != nil {
-		*r = *Scrubbed(s, r)
+		*r = *s.ScrubbedResult(r)
 	}
+}
+
+// ScrubbedResult is Scrubbed for a result, whose scenario copy keeps a true
+// sum: when scrubbing changed the copy (a URL with a password in an exec
+// command), its SHA256 becomes that of what the report holds, so that the
+// report still checks out (and replays what it holds). A sum that was not the
+// copy's to begin with is left as it is. r is not modified.
+func (s *Scrubber) ScrubbedResult(r *Result) *Result {
+	out := Scrubbed(s, r)
+
+	if r != nil && r.Source != nil && out.Source.Content != r.Source.Content && r.Source.SHA256 == sha256Hex(r.Source.Content) {
+		out.Source.SHA256 = sha256Hex(out.Source.Content)
+	}
+
+	return out
+}
+
+func sha256Hex(s string) string {
+	sum := sha256.Sum256([]byte(s))
+
+	return hex.EncodeToString(sum[:])
 }
 
 // Scrubbed returns a deep copy of v with every string scrubbed: every string

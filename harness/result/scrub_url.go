@@ -343,6 +343,12 @@ func scrubHeader(m string) string {
 
 	for i := 1; i+1 < len(g); i += 2 {
 		if g[i] != "" || g[i+1] != "" {
+			// A secret cut at an escaped quote (`\"` in %q-quoted text)
+			// keeps its backslash, so that the quoting stays balanced.
+			if strings.HasSuffix(g[i+1], `\`) {
+				return g[i] + Redacted + `\`
+			}
+
 			return g[i] + Redacted
 		}
 	}

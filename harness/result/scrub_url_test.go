@@ -86,6 +86,8 @@ func TestScrubURLCredentials(t *testing.T) {
 		{name: "basic header", in: "Authorization: Basic czNjcjN0LXB3", want: "Authorization: Basic " + r, secrets: []string{"czNjcjN0LXB3"}},
 		{name: "bare bearer token", in: "sent Bearer s3cr3t-pw-0123456789", want: "sent Bearer " + r},
 		{name: "PVE cookie", in: "Cookie: PVEAuthCookie=PVE:root@pam:s3cr3t-pw", want: "Cookie: PVEAuthCookie=" + r},
+		{name: "header in %q-quoted text", in: `sh -c "echo \"Authorization: PVEAPIToken=root@pam!t=s3cr3t-pw\"; exit 3"`,
+			want: `sh -c "echo \"Authorization: PVEAPIToken=root@pam!t=` + r + `\"; exit 3"`},
 		{name: "CSRF token", in: "CSRFPreventionToken: 65F1:s3cr3t-pw", want: "CSRFPreventionToken: " + r},
 
 		// Ordinary text stays.
@@ -224,5 +226,31 @@ func TestScrubbedResult(t *testing.T) {
 
 	if Scrubbed[*Result](nil, nil) != nil {
 		t.Error("Scrubbed(nil) is not nil")
+	}
+}
+
+// A scenario copy changed by scrubbing gets the sum of what the report holds;
+// a sum that was not the copy's stays as it was.
+func TestScrubbedResultSourceSum(t *testing.T) {
+	content := "orchestrator: {name: exec, command: [git, clone, 'https://u:s3cr3t-pw@git.example/x']}\n"
+	clean := "orchestrator: {name: exec, command: [git, clone]}\n"
+
+	for _, tc := range []struct {
+		name, content, sum, want string
+	}{
+		{"scrubbed", content, sha256Hex(content), sha256Hex(strings.Replace(content, "s3cr3t-pw", Redacted, 1))},
+		{"clean", clean, sha256Hex(clean), sha256Hex(clean)},
+		{"wrong sum kept", content, "0123", "0123"},
+	} {
+		r := &Result{Source: &Source{Path: "s.yaml", SHA256: tc.sum, Content: tc.content}}
+
+		got := (&Scrubber{}).ScrubbedResult(r)
+		if got.Source.SHA256 != tc.want || strings.Contains(got.Source.Content, "s3cr3t") {
+			t.Errorf("%s: sum %s, content %q", tc.name, got.Source.SHA256, got.Source.Content)
+		}
+
+		if r.Source.SHA256 != tc.sum || r.Source.Content != tc.content {
+			t.Errorf("%s: the original changed", tc.name)
+		}
 	}
 }
