@@ -90,12 +90,25 @@ func FisherGreater(basePass, baseN, curPass, curN int) float64 {
 	return fisherTail(basePass, baseN, curPass, curN, false)
 }
 
+// MaxRuns bounds every count the tests take: a scenario's runs in one night
+// or hunt. Counts above it are not evidence of anything (the Fisher tests
+// return 1 for them, as for any invalid input) and a ledger holding one is
+// refused when it is read.
+const MaxRuns = 1_000_000
+
 // fisherTail sums one tail of the hypergeometric distribution of X, the
 // passes among the curN draws of the current row, out of N = baseN+curN runs
-// of which K passed in total. Each term is computed in log space from
-// log-factorials, so a thousand-run night does not overflow.
+// of which K passed in total.
+//
+// The distribution is unimodal, so the tail is summed from its end nearest
+// the mode outwards, each term from the last by the ratio of consecutive
+// terms, until the terms no longer change the sum; a tail that holds the
+// mode is one minus the other tail. Only the first term is computed in log
+// space (log-factorials: a thousand-run night does not overflow), and the
+// work is a few standard deviations of X whatever the counts, so comparing
+// ledgers stays instant at MaxRuns.
 func fisherTail(basePass, baseN, curPass, curN int, lower bool) float64 {
-	if basePass < 0 || curPass < 0 || basePass > baseN || curPass > curN {
+	if basePass < 0 || curPass < 0 || basePass > baseN || curPass > curN || baseN > MaxRuns || curN > MaxRuns {
 		return 1
 	}
 
@@ -114,14 +127,74 @@ func fisherTail(basePass, baseN, curPass, curN int, lower bool) float64 {
 		return 1
 	}
 
-	logTotal := logChoose(baseN+curN, k)
+	h := hypergeometric{n: curN, b: baseN, k: k, lo: lo, hi: hi}
+	mode := min(max((curN+1)*(k+1)/(baseN+curN+2), lo), hi)
 
 	var p float64
-	for x := from; x <= to; x++ {
-		p += math.Exp(logChoose(curN, x) + logChoose(baseN, k-x) - logTotal)
+
+	switch {
+	case lower && curPass <= mode:
+		p = h.sumDown(curPass)
+	case lower:
+		p = 1 - h.sumUp(curPass+1)
+	case curPass >= mode:
+		p = h.sumUp(curPass)
+	default:
+		p = 1 - h.sumDown(curPass-1)
 	}
 
-	return min(1, p)
+	return min(1, max(0, p))
+}
+
+// hypergeometric is the distribution of the passes among n draws from b+n
+// runs of which k passed; X's support is [lo, hi].
+type hypergeometric struct{ n, b, k, lo, hi int }
+
+// pmf is P(X = x), for x in the support.
+func (h hypergeometric) pmf(x int) float64 {
+	return math.Exp(logChoose(h.n, x) + logChoose(h.b, h.k-x) - logChoose(h.n+h.b, h.k))
+}
+
+// negligible is how small a term is, relative to the sum so far, for the
+// rest of a tail (whose terms only shrink, ever faster) not to matter.
+const negligible = 1e-18
+
+// sumDown is P(X <= from), from at or below the mode.
+func (h hypergeometric) sumDown(from int) float64 {
+	var sum float64
+
+	term := h.pmf(from)
+
+	for x := from; x >= h.lo; x-- {
+		sum += term
+		if term <= sum*negligible {
+			break
+		}
+
+		// P(X = x-1) / P(X = x)
+		term *= float64(x) / float64(h.n-x+1) * float64(h.b-h.k+x) / float64(h.k-x+1)
+	}
+
+	return sum
+}
+
+// sumUp is P(X >= from), from at or above the mode.
+func (h hypergeometric) sumUp(from int) float64 {
+	var sum float64
+
+	term := h.pmf(from)
+
+	for x := from; x <= h.hi; x++ {
+		sum += term
+		if term <= sum*negligible {
+			break
+		}
+
+		// P(X = x+1) / P(X = x)
+		term *= float64(h.n-x) / float64(x+1) * float64(h.k-x) / float64(h.b-h.k+x+1)
+	}
+
+	return sum
 }
 
 // logChoose is ln C(n, k) for 0 <= k <= n.

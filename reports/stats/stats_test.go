@@ -185,3 +185,51 @@ func TestPercentile(t *testing.T) {
 		t.Errorf("Percentile(1..100, 7) = %v, want 7", got)
 	}
 }
+
+// TestFisherLarge checks tables of hundreds of runs against the exact
+// rational tails, and that the tests stay cheap at MaxRuns and return 1
+// beyond it.
+func TestFisherLarge(t *testing.T) {
+	for _, tt := range [][4]int{
+		{300, 300, 290, 300}, {150, 300, 120, 300}, {499, 500, 450, 500}, {10, 500, 0, 7}, {1, 400, 399, 400}, {250, 500, 250, 500},
+	} {
+		a, n, c, m := tt[0], tt[1], tt[2], tt[3]
+		less, greater := exactTails(a, n, c, m)
+
+		if got := FisherLess(a, n, c, m); !closeRel(got, less, 1e-10) {
+			t.Errorf("FisherLess(%d, %d, %d, %d) = %.17g, want %.17g", a, n, c, m, got, less)
+		}
+
+		if got := FisherGreater(a, n, c, m); !closeRel(got, greater, 1e-10) {
+			t.Errorf("FisherGreater(%d, %d, %d, %d) = %.17g, want %.17g", a, n, c, m, got, greater)
+		}
+	}
+
+	start := time.Now()
+
+	for _, tt := range [][4]int{
+		{MaxRuns, MaxRuns, 0, MaxRuns}, {MaxRuns / 2, MaxRuns, MaxRuns / 2, MaxRuns}, {MaxRuns / 2, MaxRuns, MaxRuns/2 - 2000, MaxRuns},
+		{MaxRuns / 2, MaxRuns, MaxRuns/2 + 2000, MaxRuns}, {1, MaxRuns, MaxRuns - 1, MaxRuns},
+	} {
+		l, g := FisherLess(tt[0], tt[1], tt[2], tt[3]), FisherGreater(tt[0], tt[1], tt[2], tt[3])
+		if !(l >= 0 && l <= 1 && g >= 0 && g <= 1) {
+			t.Errorf("Fisher%v = %v, %v", tt, l, g)
+		}
+	}
+
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("five tables at MaxRuns took %s", d)
+	}
+
+	// Half of a million runs passed, then 0.2 % fewer: z = 0.002/sqrt(2·0.25/10⁶)
+	// = 2.83, one-sided p = 0.00233 by the normal approximation.
+	if p := FisherLess(MaxRuns/2, MaxRuns, MaxRuns/2-2000, MaxRuns); !closeRel(p, 0.00233, 0.01) {
+		t.Errorf("a 0.2 %% drop over a million runs each: p = %v, want about 0.00233", p)
+	}
+
+	for _, tt := range [][4]int{{20, MaxRuns + 1, 0, 20}, {20, 20, 0, math.MaxInt}, {math.MaxInt, math.MaxInt, 0, math.MaxInt}} {
+		if l, g := FisherLess(tt[0], tt[1], tt[2], tt[3]), FisherGreater(tt[0], tt[1], tt[2], tt[3]); l != 1 || g != 1 {
+			t.Errorf("Fisher%v beyond MaxRuns = %v, %v, want 1, 1", tt, l, g)
+		}
+	}
+}
