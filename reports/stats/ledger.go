@@ -3,12 +3,15 @@ package stats
 import (
 	"encoding/json"
 	"fmt"
-	"os"
+	"math"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/talchaos/talchaos/harness/inputfile"
 	"github.com/talchaos/talchaos/harness/scratch"
+	"github.com/talchaos/talchaos/harness/strictjson"
 )
 
 // LedgerSchema names the ledger's JSON format. A reader rejects any other
@@ -25,30 +28,188 @@ type Ledger struct {
 	Scenarios []Summary `json:"scenarios"`      // sorted by Scenario, unique
 }
 
-// ReadLedger reads a ledger written by Write. Every error names the file,
-// since a nightly job juggles two of them. A file of another schema is
-// rejected rather than half-read.
+// MaxScenarios bounds the scenarios of a ledger read back (the catalogue
+// holds a few dozen).
+const MaxScenarios = 10_000
+
+// ReadLedger reads a ledger written by Write. The file is untrusted input (a
+// baseline downloaded from CI) and is read as strictly as a scenario: a
+// regular file of at most inputfile.MaxLedgerBytes, of schema LedgerSchema
+// (any other is refused rather than half-read); an unknown field (a misspelt
+// key), a key written twice, a value of the wrong type, a required field left
+// out (schema, scenarios; a summary's scenario, runs and passed) or data after
+// the JSON value are errors, and so is a ledger that contradicts itself
+// (Validate). Every problem is a *strictjson.Error (several:
+// strictjson.Errors) naming the file, the line and column and the JSON path,
+// since a nightly job juggles two ledgers.
 func ReadLedger(path string) (*Ledger, error) {
-	data, err := os.ReadFile(path)
+	data, err := inputfile.Read(path, inputfile.MaxLedgerBytes)
 	if err != nil {
-		return nil, fmt.Errorf("read ledger: %w", err) // *PathError names the file
+		return nil, &strictjson.Error{File: path, Msg: "cannot read the ledger: " + inputfile.Problem(err), Err: err}
+	}
+
+	return DecodeLedger(path, data)
+}
+
+// DecodeLedger is ReadLedger of a ledger's content; file names it in errors.
+func DecodeLedger(file string, data []byte) (*Ledger, error) {
+	// The schema first, so that another file (a report, a ledger of another
+	// version) fails with a schema error rather than whatever its shape causes.
+	var head struct {
+		Schema *string `json:"schema"`
+	}
+
+	if json.Unmarshal(data, &head) == nil {
+		switch {
+		case head.Schema == nil:
+			return nil, strictjson.Locate(file, data, []*strictjson.Error{{Path: "schema",
+				Msg: fmt.Sprintf("missing: want %s (not a ledger?)", LedgerSchema)}})
+		case *head.Schema != LedgerSchema:
+			return nil, strictjson.Locate(file, data, []*strictjson.Error{{Path: "schema",
+				Msg: fmt.Sprintf("is %s: want %s (not a ledger this talchaos can read)", strictjson.Quote(*head.Schema), LedgerSchema)}})
+		}
 	}
 
 	var l Ledger
-	if err := json.Unmarshal(data, &l); err != nil {
-		return nil, fmt.Errorf("read ledger %s: %w", path, err)
+	if err := strictjson.Decode(file, data, &l, ledgerOptions); err != nil {
+		return nil, err
 	}
 
-	if l.Schema != LedgerSchema {
-		return nil, fmt.Errorf("read ledger %s: schema %q, want %q (not a ledger this talchaos can read)",
-			path, l.Schema, LedgerSchema)
+	errs := l.Validate()
+	if l.Scenarios == nil {
+		errs = append(errs, &strictjson.Error{Path: "scenarios", Msg: "is null: want the list of scenarios ([] for none)"})
 	}
 
-	if err := checkUnique(l.Scenarios); err != nil {
-		return nil, fmt.Errorf("read ledger %s: %w", path, err)
+	if len(errs) > 0 {
+		return nil, strictjson.Locate(file, data, errs)
 	}
 
 	return &l, nil
+}
+
+var ledgerOptions = strictjson.Options{Required: map[reflect.Type][]string{
+	reflect.TypeFor[Ledger]():  {"schema", "scenarios"},
+	reflect.TypeFor[Summary](): {"scenario", "runs", "passed"},
+	reflect.TypeFor[Outcome](): {"verdict", "seeds"},
+}}
+
+// Validate reports what makes a ledger inconsistent, each problem at its JSON
+// path (ReadLedger places them in the file): another schema, more than
+// MaxScenarios scenarios, a scenario unnamed or listed twice, runs outside 0 to
+// MaxRuns, passed outside 0 to runs, a rate that is not passed/runs or an
+// interval that is not within [0, 1] around it, negative or unordered
+// percentiles, outcomes of an unknown verdict, listed twice, or whose seeds do
+// not add up to the runs and the passes.
+func (l *Ledger) Validate() []*strictjson.Error {
+	var p strictjson.Problems
+
+	if l.Schema != LedgerSchema {
+		p.Addf("schema", "is %s: want %s", strictjson.Quote(l.Schema), LedgerSchema)
+	}
+
+	if len(l.Scenarios) > MaxScenarios {
+		p.Addf("scenarios", "holds %d scenarios: at most %d", len(l.Scenarios), MaxScenarios)
+
+		return p.Errs()
+	}
+
+	at := map[string]int{}
+
+	for i := range l.Scenarios {
+		if p.Full() {
+			break
+		}
+
+		s := &l.Scenarios[i]
+		sp := strictjson.Index("scenarios", i)
+
+		switch j, dup := at[s.Scenario]; {
+		case s.Scenario == "":
+			p.Addf(strictjson.Key(sp, "scenario"), "is empty")
+		case dup:
+			p.Addf(strictjson.Key(sp, "scenario"), "scenario %s is listed twice (also scenarios[%d])", strictjson.Quote(s.Scenario), j)
+		default:
+			at[s.Scenario] = i
+		}
+
+		s.check(&p, sp)
+	}
+
+	return p.Errs()
+}
+
+// check checks one summary at path sp.
+func (s *Summary) check(p *strictjson.Problems, sp string) {
+	if s.Runs < 0 || s.Runs > MaxRuns {
+		p.Addf(strictjson.Key(sp, "runs"), "is %d: want 0 to %d", s.Runs, MaxRuns)
+
+		return
+	}
+
+	switch {
+	case s.Passed < 0:
+		p.Addf(strictjson.Key(sp, "passed"), "is %d: a count is not negative", s.Passed)
+
+		return
+	case s.Passed > s.Runs:
+		p.Addf(strictjson.Key(sp, "passed"), "is %d, more than runs (%d)", s.Passed, s.Runs)
+
+		return
+	}
+
+	rate := 0.0
+	if s.Runs > 0 {
+		rate = float64(s.Passed) / float64(s.Runs)
+	}
+
+	if !(math.Abs(s.Rate-rate) <= 1e-9) {
+		p.Addf(strictjson.Key(sp, "rate"), "is %v, but passed/runs is %v", s.Rate, rate)
+	}
+
+	if !(0 <= s.Low && s.Low <= s.High && s.High <= 1) {
+		p.Addf(strictjson.Key(sp, "rateLow"), "is %v and rateHigh %v: want 0 <= rateLow <= rateHigh <= 1", s.Low, s.High)
+	}
+
+	switch {
+	case s.P50Ms < 0:
+		p.Addf(strictjson.Key(sp, "p50Ms"), "is %d: a duration is not negative", s.P50Ms)
+	case s.P95Ms < s.P50Ms:
+		p.Addf(strictjson.Key(sp, "p95Ms"), "is %d, less than p50Ms (%d)", s.P95Ms, s.P50Ms)
+	}
+
+	var seeds, passed int
+
+	keys := map[string]int{}
+
+	for i, o := range s.Outcomes {
+		op := strictjson.Index(strictjson.Key(sp, "outcomes"), i)
+
+		if o.Verdict != Pass && o.Verdict != Fail && o.Verdict != Error {
+			p.Addf(strictjson.Key(op, "verdict"), "is %s: want %s, %s or %s", strictjson.Quote(o.Verdict), Pass, Fail, Error)
+		}
+
+		if j, dup := keys[o.Key()]; dup {
+			p.Addf(op, "outcome %s is listed twice (also outcomes[%d])", strictjson.Quote(o.Key()), j)
+		}
+
+		keys[o.Key()] = i
+
+		if len(o.Seeds) == 0 {
+			p.Addf(strictjson.Key(op, "seeds"), "is empty: an outcome is of at least one run")
+		}
+
+		seeds += len(o.Seeds)
+		if o.Verdict == Pass {
+			passed += len(o.Seeds)
+		}
+	}
+
+	switch {
+	case seeds != s.Runs:
+		p.Addf(strictjson.Key(sp, "outcomes"), "hold %d runs (seeds), but runs is %d", seeds, s.Runs)
+	case passed != s.Passed:
+		p.Addf(strictjson.Key(sp, "outcomes"), "hold %d passing runs, but passed is %d", passed, s.Passed)
+	}
 }
 
 // Write writes the ledger to path as indented JSON, with Schema set to

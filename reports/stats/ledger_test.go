@@ -1,12 +1,16 @@
 package stats
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/talchaos/talchaos/harness/strictjson"
 )
 
 // summary builds a Summary of passed out of runs, as Summarize would.
@@ -130,16 +134,57 @@ func TestLedgerWriteRejectsDuplicates(t *testing.T) {
 func TestReadLedgerErrors(t *testing.T) {
 	dir := t.TempDir()
 
+	valid := filepath.Join(dir, "valid.json")
+	if err := (&Ledger{Tool: "t", Scenarios: []Summary{summary("a", 20, 20), summary("b", 19, 20)}}).Write(valid); err != nil {
+		t.Fatal(err)
+	}
+
+	good, err := os.ReadFile(valid)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// edit replaces the first occurrence of old in the valid ledger.
+	edit := func(old, new string) string {
+		if !strings.Contains(string(good), old) {
+			t.Fatalf("the valid ledger lacks %q:\n%s", old, good)
+		}
+
+		return strings.Replace(string(good), old, new, 1)
+	}
+
 	tests := []struct {
 		name, content string
-		want          []string // substrings of the error
+		want          []string // substrings of the error, besides the path
 	}{
-		{"v2.json", `{"schema": "talchaos.ledger/v2", "scenarios": []}`, []string{"talchaos.ledger/v2", LedgerSchema}},
-		{"noschema.json", `{"scenarios": []}`, []string{`schema ""`}},
-		{"report.json", `{"schema": "talchaos.report/v1"}`, []string{"talchaos.report/v1"}},
-		{"garbage.json", `{"schema": `, nil},
-		{"dup.json", `{"schema": "talchaos.ledger/v1", "scenarios": [{"scenario": "a"}, {"scenario": "a"}]}`, []string{"twice"}},
-		{"missing.json", "", nil}, // not created
+		{"v2.json", `{"schema": "talchaos.ledger/v2", "scenarios": []}`, []string{`:1:12: schema: is "talchaos.ledger/v2": want ` + LedgerSchema}},
+		{"noschema.json", `{"scenarios": []}`, []string{":1:1: schema: missing: want " + LedgerSchema}},
+		{"report.json", `{"schema": "talchaos.report/v1"}`, []string{`schema: is "talchaos.report/v1"`}},
+		{"garbage.json", `{"schema": `, []string{"the file ends before the JSON value does"}},
+		{"empty.json", " ", []string{"the file is empty"}},
+		{"dup.json", `{"schema": "talchaos.ledger/v1", "scenarios": [{"scenario": "a", "runs": 0, "passed": 0, "outcomes": []}, {"scenario": "a", "runs": 0, "passed": 0, "outcomes": []}]}`,
+			[]string{`:1:120: scenarios[1].scenario: scenario "a" is listed twice (also scenarios[0])`}},
+		{"noscenarios.json", `{"schema": "talchaos.ledger/v1"}`, []string{":1:1: scenarios: missing: the field is required"}},
+		{"nullscenarios.json", `{"schema": "talchaos.ledger/v1", "scenarios": null}`, []string{":1:47: scenarios: is null"}},
+		{"negative.json", edit(`"runs": 20`, `"runs": -20`), []string{":8:15: scenarios[0].runs: is -20: want 0 to 1000000"}},
+		{"passed-over.json", edit(`"passed": 20`, `"passed": 21`), []string{":9:17: scenarios[0].passed: is 21, more than runs (20)"}},
+		{"negative-passed.json", edit(`"passed": 20`, `"passed": -1`), []string{"scenarios[0].passed: is -1: a count is not negative"}},
+		{"misspelt.json", edit(`"passed": 20`, `"passd": 20`), []string{`:9:7: scenarios[0].passd: unknown field (did you mean "passed"?)`, ":6:5: scenarios[0].passed: missing: the field is required"}},
+		{"misspelt-top.json", edit(`"scenarios"`, `"scenario"`), []string{`scenario: unknown field (did you mean "scenarios"?)`, "scenarios: missing"}},
+		{"huge.json", edit(`"runs": 20`, `"runs": 1000000000000000000`), []string{"scenarios[0].runs: is 1000000000000000000: want 0 to 1000000"}},
+		{"overflow.json", edit(`"runs": 20`, `"runs": 1e400`), []string{`scenarios[0].runs: "1e400" is not an integer`}},
+		{"fraction.json", edit(`"runs": 20`, `"runs": 20.5`), []string{`scenarios[0].runs: "20.5" is not an integer`}},
+		{"string.json", edit(`"runs": 20`, `"runs": "20"`), []string{"scenarios[0].runs: a string where an integer belongs"}},
+		{"rate.json", edit(`"rate": 1,`, `"rate": 0.5,`), []string{"scenarios[0].rate: is 0.5, but passed/runs is 1"}},
+		{"interval.json", edit(`"rateHigh": 1,`, `"rateHigh": 2,`), []string{"scenarios[0].rateLow: is 0.83"}},
+		{"percentiles.json", edit(`"p50Ms": 10000,`, `"p50Ms": 99999999,`), []string{"scenarios[0].p95Ms: is 19000, less than p50Ms (99999999)"}},
+		{"seeds.json", edit(`"runs": 20`, `"runs": 19`), []string{"scenarios[0].passed: is 20, more than runs (19)"}},
+		{"outcomes.json", edit(`"seeds": [`, `"seeds": [99, `), []string{"scenarios[0].outcomes: hold 21 runs (seeds), but runs is 20"}},
+		{"verdict.json", edit(`"verdict": "pass"`, `"verdict": "maybe"`), []string{`scenarios[0].outcomes[0].verdict: is "maybe": want pass, fail or error`, "outcomes: hold 0 passing runs, but passed is 20"}},
+		{"trailing.json", string(good) + "{}\n", []string{"data after the end of the JSON value"}},
+		{"duplicate-key.json", edit(`"passed": 20`, `"passed": 20, "passed": 0`), []string{"scenarios[0].passed: written twice"}},
+		{"control.json", edit(`"tool": "t"`, "\"tool\": \"t\", \"\\u001b]0;pwned\\u0007\": 1"), []string{`["\x1b]0;pwned\a"]: unknown field`}},
+		{"missing.json", "", []string{"cannot read the ledger", "no such file or directory"}}, // not created
 	}
 	for _, tt := range tests {
 		path := filepath.Join(dir, tt.name)
@@ -156,10 +201,94 @@ func TestReadLedgerErrors(t *testing.T) {
 			continue
 		}
 
+		var se *strictjson.Error
+		if !errors.As(err, &se) || se.File != path {
+			t.Errorf("%s: error %v is not a *strictjson.Error naming the file", tt.name, err)
+		}
+
 		for _, s := range append(tt.want, path) {
 			if !strings.Contains(err.Error(), s) {
 				t.Errorf("%s: error %q does not mention %q", tt.name, err, s)
 			}
+		}
+
+		if strings.ContainsAny(err.Error(), "\x1b\x07") {
+			t.Errorf("%s: error holds control characters: %q", tt.name, err)
+		}
+	}
+}
+
+// A ledger that is not a regular file is refused at once: a FIFO is not
+// waited on, a device not read.
+func TestReadLedgerNotRegular(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "ledger.json")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, p := range []string{fifo, "/dev/zero", t.TempDir()} {
+		done := make(chan error, 1)
+
+		go func() {
+			_, err := ReadLedger(p)
+			done <- err
+		}()
+
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), p+": cannot read the ledger: is ") {
+				t.Errorf("ReadLedger(%s): %v", p, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("ReadLedger(%s) blocked", p)
+		}
+	}
+}
+
+// A baseline whose passes are misspelt used to read as 0 of 20 and hide a
+// 20/20 -> 0/20 drop; now it is refused, and a valid one shows the drop.
+func TestRegressionNotHiddenByABadLedger(t *testing.T) {
+	dir := t.TempDir()
+	base, cur := filepath.Join(dir, "base.json"), filepath.Join(dir, "cur.json")
+
+	if err := (&Ledger{Scenarios: []Summary{summary("s", 20, 20)}}).Write(base); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := (&Ledger{Scenarios: []Summary{summary("s", 0, 20)}}).Write(cur); err != nil {
+		t.Fatal(err)
+	}
+
+	b, err := ReadLedger(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	c, err := ReadLedger(cur)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if ch := Compare(b, c, 0.01); len(ch) != 1 || !ch[0].Regression || ch[0].P > 1e-10 {
+		t.Errorf("20/20 -> 0/20: %+v", ch)
+	}
+
+	data, err := os.ReadFile(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	for _, bad := range []string{
+		strings.Replace(string(data), `"passed": 20`, `"Passed": 20`, 1),
+		strings.Replace(string(data), `"runs": 20`, `"runs": -20`, 1),
+		strings.Replace(string(data), `"scenarios"`, `"scenarioz"`, 1),
+	} {
+		if err := os.WriteFile(base, []byte(bad), 0o600); err != nil {
+			t.Fatal(err)
+		}
+
+		if _, err := ReadLedger(base); err == nil {
+			t.Errorf("accepted:\n%s", bad)
 		}
 	}
 }
