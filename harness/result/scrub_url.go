@@ -14,9 +14,9 @@ import (
 // (`Get "https://...": dial tcp ...`), whether or not the secret is known.
 
 var (
-	// encodedURL is a percent-encoded URL (scheme%3A%2F%2F...)
-	// (encoded once or more: %3A, %253A, ...), up to where a query value or
-	// a word ends.
+	// encodedURL is a percent-encoded URL, encoded once or more
+	// (scheme%3A%2F%2F..., scheme%253A%252F%252F...), up to where a query
+	// value or a word ends.
 	encodedURL = regexp.MustCompile(`(?i)[a-z][a-z0-9+.-]{0,31}%(?:25)*3a%(?:25)*2f%(?:25)*2f[^\s"'<>&]*`)
 	// headerSecret is a credential as an HTTP client sends or logs it; the
 	// secret is the last group.
