@@ -380,6 +380,10 @@ func trimNL(s string) string {
 // CheckDir makes sure reports can be written to dir, creating it if needed,
 // before a run starts: a verdict that cannot be written is lost.
 func CheckDir(dir string) error {
+	if dir == "" {
+		return errors.New("no directory given (an empty path)")
+	}
+
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
