@@ -240,7 +240,7 @@ func runCluster(ctx context.Context, sc *scenario.Scenario, scale float64, opts 
 		log.Add("", "orchestrator.finished", orch.Name()+" finished")
 	}
 
-	settle(ctx, sc, scale, within, interval, log, rec, observer)
+	settle(ctx, sc, scale, within, judge.CadenceAt(scale, res.ClockFloors, observer.PollCadence()), interval, log, rec, observer)
 
 	bgCancel()
 	<-observed
@@ -269,12 +269,17 @@ func runCluster(ctx context.Context, sc *scenario.Scenario, scale float64, opts 
 // settle keeps observing after the orchestrator returned: at least
 // expect.settle (so the nodes catch up with what just happened and faults
 // that strike a formed cluster play out), then until the state the verdict
-// is drawn from has held for expect.stable, so the verdict does not depend on
-// the instant of the last poll. A state that keeps changing is judged as it
-// is after expect.settle plus SettleBound, or when expect.within ends. The
-// run's last look (the final poll) must agree with the steady state, or the
-// wait goes on.
-func settle(ctx context.Context, sc *scenario.Scenario, scale float64, within, interval time.Duration,
+// is drawn from has held for its window, so the verdict does not depend on
+// the instant of the last poll, nor come while an observation that could
+// change it is on its way: expect.stable, and at least every node's next
+// answer and every running etcd member's next health check, in wall time
+// with the target's clock floors (judge.Cadence). A state that keeps
+// changing is judged as it is after expect.settle plus SettleBound (at
+// least three of the longest windows: each change after a formation's last
+// step, a member seen promoted, its health check passing, its stage running,
+// starts the window again), or when expect.within ends. The run's last look
+// (the final poll) must agree with the steady state, or the wait goes on.
+func settle(ctx context.Context, sc *scenario.Scenario, scale float64, within time.Duration, cadence judge.Cadence, interval time.Duration,
 	log *eventlog.Log, rec *history.Recorder, observer *check.Observer,
 ) {
 	least := sc.Expect.Settle.Real(scale)
@@ -282,10 +287,10 @@ func settle(ctx context.Context, sc *scenario.Scenario, scale float64, within, i
 	bound := scenario.Duration{Duration: sc.Expect.Settle.Duration + scenario.SettleBound}
 
 	start := log.Since()
-	end := min(start+bound.Real(scale), within)
+	end := min(start+max(bound.Real(scale), least+settleWindows*cadence.Longest(stable)), within)
 
-	log.Add("", "run.settle", fmt.Sprintf("observing for %s at least, until the state has held for %s (at most %s)",
-		sc.Expect.Settle, sc.Expect.Stable, bound))
+	log.Add("", "run.settle", fmt.Sprintf("observing for %s at least, then until the state has held for %s and for every etcd member's next health check and every node's next poll (%s while etcd runs), at most %s",
+		sc.Expect.Settle, sc.Expect.Stable, talosTime(cadence.Longest(stable), scale), talosTime(max(end-start, 0), scale)))
 
 	wait := func(d time.Duration) bool {
 		select {
@@ -304,10 +309,10 @@ func settle(ctx context.Context, sc *scenario.Scenario, scale float64, within, i
 		// Quiet until now is a hint; the final look decides, with the times
 		// the judge uses (a final look that itself saw a change has not seen
 		// it hold).
-		if judge.Settled(rec.History(), rec.Since(), stable) {
+		if judge.Settled(rec.History(), rec.Since(), cadence, stable) {
 			observer.Final(ctx)
 
-			if judge.SettledAtFinal(rec.History(), stable) {
+			if judge.SettledAtFinal(rec.History(), cadence, stable) {
 				return
 			}
 
@@ -315,7 +320,7 @@ func settle(ctx context.Context, sc *scenario.Scenario, scale float64, within, i
 		}
 
 		if log.Since() >= end {
-			why := fmt.Sprintf("within %s of settling", bound)
+			why := fmt.Sprintf("within %s of settling", talosTime(max(end-start, 0), scale))
 			if end == within {
 				why = fmt.Sprintf("before expect.within (%s) ended", sc.Expect.Within)
 			}
@@ -330,6 +335,15 @@ func settle(ctx context.Context, sc *scenario.Scenario, scale float64, within, i
 			return
 		}
 	}
+}
+
+// settleWindows is how many of its longest windows a settle waits at least
+// for a state that keeps changing.
+const settleWindows = 3
+
+// talosTime is a wall-clock span in Talos time, rounded for people.
+func talosTime(d time.Duration, scale float64) string {
+	return time.Duration(float64(d) * scale).Round(time.Second).String()
 }
 
 // SourceOf is the scenario file as it was parsed, with its sha256.

@@ -355,6 +355,19 @@ func (o *Observer) pollEvery(n target.Node) time.Duration {
 	return o.interval
 }
 
+// PollCadence is the longest between two answers of one node: the slowest
+// node's poll interval plus a poll's deadline (a poll in flight). A state
+// that held for less may yet be changed by an answer on its way.
+func (o *Observer) PollCadence() time.Duration {
+	slowest := o.interval
+
+	for _, n := range o.nodes {
+		slowest = max(slowest, o.pollEvery(n))
+	}
+
+	return slowest + pollTimeout
+}
+
 // Final observes every node once more, in parallel, and records it as the
 // run's last look at them. From then on the periodic observations are no
 // longer recorded (they go on feeding triggers), so the final look is the

@@ -6,6 +6,8 @@ import (
 
 	"github.com/siderolabs/talos/pkg/machinery/api/machine"
 	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/talchaos/talchaos/harness/target"
 )
 
 func TestRunningSince(t *testing.T) {
@@ -49,6 +51,29 @@ func TestRunningSince(t *testing.T) {
 
 			if !got.Equal(want) {
 				t.Errorf("running since %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+// A node's next answer comes within its poll interval (workers are polled
+// less often) and a poll's deadline.
+func TestPollCadence(t *testing.T) {
+	cp := target.Node{Name: "cp1", Role: target.ControlPlane}
+	worker := target.Node{Name: "w1", Role: target.Worker}
+
+	for _, tc := range []struct {
+		name  string
+		nodes []target.Node
+		want  time.Duration
+	}{
+		{"control planes", []target.Node{cp}, 100*time.Millisecond + pollTimeout},
+		{"with a worker", []target.Node{cp, worker}, workerPollFactor*100*time.Millisecond + pollTimeout},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := &Observer{nodes: tc.nodes, interval: 100 * time.Millisecond}
+			if got := o.PollCadence(); got != tc.want {
+				t.Errorf("poll cadence %s, want %s", got, tc.want)
 			}
 		})
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/talchaos/talchaos/harness/history"
+	"github.com/talchaos/talchaos/harness/result"
 	"github.com/talchaos/talchaos/harness/target"
 )
 
@@ -15,6 +16,15 @@ import (
 // the run keeps observing until the state the verdict is drawn from has not
 // changed for a stable period (Settled), and "converged" is only granted to a
 // cluster that has been converged for that long (ConvergedSince).
+//
+// The stable period alone is not enough: a verdict must not be drawn while an
+// observation that could change it is still on its way. The slowest of them
+// is a member's etcd health check, which comes at most every HealthPeriod,
+// each bounded by HealthTimeout (Talos time), and both reach wall time
+// through the time scale and the target's clock floors: at 25x with the
+// sim's 2 s floor on the deadline, 30 s of Talos time (1.2 s) can pass
+// between two reports of one member. The state must hold for a Window that
+// covers every node's next answer (Cadence).
 
 // StateKey is what of an observation the verdict is drawn from: per node its
 // API mode, boot stage, etcd service state and health and its place in the
@@ -74,23 +84,101 @@ func stateSince(h history.History) (since time.Duration, key string, ok bool) {
 }
 
 // Settled reports whether the state the verdict is drawn from has held for
-// at least stable (wall-clock) at now, the offset of the present moment in
-// the run: the observer records a node only when it changes, so a quiet
-// history is a steady state.
-func Settled(h history.History, now, stable time.Duration) bool {
+// its window (Cadence.Window, at least stable, wall-clock) at now, the offset
+// of the present moment in the run: the observer records a node only when it
+// changes, so a quiet history is a steady state.
+func Settled(h history.History, now time.Duration, c Cadence, stable time.Duration) bool {
 	since, _, ok := stateSince(h)
 
-	return ok && now-since >= stable
+	return ok && now-since >= c.Window(h.Final(), stable)
 }
 
 // SettledAtFinal reports whether the state the verdict is drawn from held for
-// at least stable up to the run's final look (History.Final), measured as the
+// its window up to the run's final look (History.Final), measured as the
 // judge measures how long the cluster has been converged: between recorded
 // observations, never up to a present moment a slow poll may have overtaken.
-func SettledAtFinal(h history.History, stable time.Duration) bool {
+func SettledAtFinal(h history.History, c Cadence, stable time.Duration) bool {
 	since, _, ok := stateSince(h)
+	final := h.Final()
 
-	return ok && h.Final().At-since >= stable
+	return ok && final.At-since >= c.Window(final, stable)
+}
+
+// Talos's etcd health check (health.Run with the etcd service's settings,
+// TALOS-FIDELITY.md §1): a check starts on a ticker every HealthPeriod (at
+// once when the last one overran it), each bounded by HealthTimeout. Talos
+// time; a target that cannot scale the deadline all the way reports the
+// clock floor HealthTimeoutFloor.
+const (
+	HealthPeriod       = 20 * time.Second
+	HealthTimeout      = 15 * time.Second
+	HealthTimeoutFloor = "etcd health check timeout"
+)
+
+// Cadence is how far apart, in wall time, the looks a verdict is drawn from
+// can come: what the nodes report (their etcd health checks) and what the
+// observer asks (its polls).
+type Cadence struct {
+	// HealthPeriod and HealthTimeout are the etcd health check's period and
+	// deadline as the nodes run them, clock floors included.
+	HealthPeriod, HealthTimeout time.Duration
+	// Poll is the longest between two answers of one node: the slowest
+	// node's poll interval plus a poll's deadline (a poll in flight).
+	Poll time.Duration
+}
+
+// CadenceAt is the cadence of a run at scale, given the clock floors its
+// target reports (the health check's deadline may be one) and the observer's
+// poll cadence.
+func CadenceAt(scale float64, floors []result.ClockFloor, poll time.Duration) Cadence {
+	if scale <= 0 {
+		scale = 1
+	}
+
+	timeout := HealthTimeout
+
+	for _, f := range floors {
+		if f.What == HealthTimeoutFloor {
+			timeout = max(timeout, msDuration(f.ModelledMs))
+		}
+	}
+
+	wall := func(talos time.Duration) time.Duration { return time.Duration(float64(talos) / scale) }
+
+	return Cadence{HealthPeriod: wall(HealthPeriod), HealthTimeout: wall(timeout), Poll: poll}
+}
+
+// HealthCycle is the longest it takes, from any moment, until every running
+// etcd member has reported a health check that started at or after it: the
+// check in flight ends within a deadline, the next starts then or at the next
+// tick (within a period), and ends within a deadline. Two reports of one
+// member come at most a period and a deadline apart, so a state that held
+// for a HealthCycle was confirmed by every member's health check, and one
+// failed check followed by a passing one is never judged on the failure.
+func (c Cadence) HealthCycle() time.Duration {
+	return max(c.HealthPeriod, c.HealthTimeout) + c.HealthTimeout
+}
+
+// Window is how long, in wall time, the state seen in o must hold before a
+// verdict is drawn from it: stable; every node's next answer to a poll; and,
+// while a control plane's etcd runs, every member's next whole health check
+// (HealthCycle) and the answer that shows it (a poll more, which also
+// absorbs a loaded machine starting and ending a check late).
+func (c Cadence) Window(o *history.Observation, stable time.Duration) time.Duration {
+	w := max(stable, c.Poll)
+
+	for _, n := range o.Nodes {
+		if n.Role == target.ControlPlane && n.Etcd != nil && n.Etcd.State == "Running" {
+			return max(w, c.HealthCycle()+c.Poll)
+		}
+	}
+
+	return w
+}
+
+// Longest is the longest Window can be: with a running etcd.
+func (c Cadence) Longest(stable time.Duration) time.Duration {
+	return max(stable, c.HealthCycle()+c.Poll)
 }
 
 // ConvergedSince is the offset from which the cluster has been converged,
