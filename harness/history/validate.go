@@ -25,8 +25,9 @@ var (
 )
 
 // maxOffsetMs bounds an offset or a duration in a history: a run lasts at
-// most scenario.MaxDuration of Talos time, so never longer on the wall clock.
-var maxOffsetMs = scenario.MaxDuration.Milliseconds()
+// most scenario.MaxDuration of Talos time, so never longer on the wall clock
+// (twice that leaves room for the last looks and the teardown).
+var maxOffsetMs = 2 * scenario.MaxDuration.Milliseconds()
 
 // Check records in p what makes a history read back (report.json's
 // "history", at path) inconsistent, so that nothing is judged from it: a
@@ -65,7 +66,7 @@ func (h *History) Check(p *strictjson.Problems, path string, knownKind func(stri
 		case e.WallMs < 0:
 			p.Addf(strictjson.Key(ep, "wallMs"), "is %d: an offset from the run's start is not negative", e.WallMs)
 		case e.WallMs > maxOffsetMs:
-			p.Addf(strictjson.Key(ep, "wallMs"), "is %d: more than a run can last (%s)", e.WallMs, scenario.MaxDuration)
+			p.Addf(strictjson.Key(ep, "wallMs"), "is %d: more than a run can last (%s)", e.WallMs, time.Duration(maxOffsetMs)*time.Millisecond)
 		case e.WallMs < prev:
 			p.Addf(strictjson.Key(ep, "wallMs"), "is %d, before the previous entry's %d: entries are in time order", e.WallMs, prev)
 		case scaleOK && e.TalosMs != int64(float64(e.WallMs)*h.Scale):
@@ -149,7 +150,7 @@ func (e *Entry) check(p *strictjson.Problems, ep string, nodes map[string]Node, 
 
 	switch {
 	case e.Node == "" && e.Fault == nil && e.Step == "":
-		p.Addf(strictjson.Key(ep, "node"), "missing: an entry of a %s names its node", what[0])
+		p.Addf(strictjson.Key(ep, "node"), "missing: every %s entry names its node", what[0])
 	case e.Node != "" && !known:
 		p.Addf(strictjson.Key(ep, "node"), "names node %s, which is not one of the history's nodes", strictjson.Quote(e.Node))
 	}
@@ -177,7 +178,7 @@ func (o *NodeObservation) check(p *strictjson.Problems, op, entryNode string, no
 
 	if known && (o.Address != node.Address || o.Role != node.Role) {
 		p.Addf(op, "shows node %s at %s as %s, but the history's nodes list it at %s as %s",
-			strictjson.Quote(o.Name), strictjson.Quote(o.Address), strictjson.Quote(string(o.Role)), strictjson.Quote(node.Address), node.Role)
+			strictjson.Quote(o.Name), strictjson.Quote(o.Address), strictjson.Quote(string(o.Role)), strictjson.Quote(node.Address), strictjson.Quote(string(node.Role)))
 	}
 
 	if !slices.Contains(modes, o.Mode) {

@@ -6,6 +6,8 @@ package result
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"slices"
+	"strings"
 
 	"github.com/talchaos/talchaos/harness/buildinfo"
 	"github.com/talchaos/talchaos/harness/eventlog"
@@ -234,7 +236,7 @@ func (r *Result) Validate(knownKind func(string) bool) []*strictjson.Error {
 
 func nonNegative(p *strictjson.Problems, path string, v int64) {
 	if v < 0 {
-		p.Addf(path, "is %d: it is not negative", v)
+		p.Addf(path, "is %d: want 0 or more", v)
 	}
 }
 
@@ -325,11 +327,13 @@ func (r *Result) checkOutcome(p *strictjson.Problems) {
 }
 
 // checkHistoryFaults checks that the history's fault events and triggers are
-// of faults the schedule holds, with their kinds.
+// of faults the schedule holds, with their kinds and nodes.
 func (r *Result) checkHistoryFaults(p *strictjson.Problems) {
 	kinds := make(map[string]string, len(r.Schedule))
+	nodes := make(map[string][]string, len(r.Schedule))
+
 	for _, f := range r.Schedule {
-		kinds[f.Name] = f.Kind
+		kinds[f.Name], nodes[f.Name] = f.Kind, f.Nodes
 	}
 
 	for i, e := range r.History.Entries {
@@ -349,6 +353,9 @@ func (r *Result) checkHistoryFaults(p *strictjson.Problems) {
 			case kind != e.Fault.Kind:
 				p.Addf(strictjson.Key(strictjson.Key(ep, "fault"), "kind"), "is %s, but the schedule's fault %s is of kind %s",
 					strictjson.Quote(e.Fault.Kind), strictjson.Quote(e.Fault.Name), strictjson.Quote(kind))
+			case !slices.Equal(e.Fault.Nodes, nodes[e.Fault.Name]):
+				p.Addf(strictjson.Key(strictjson.Key(ep, "fault"), "nodes"), "are [%s], but the schedule's fault %s is on [%s]",
+					strings.Join(quoteAll(e.Fault.Nodes), ", "), strictjson.Quote(e.Fault.Name), strings.Join(quoteAll(nodes[e.Fault.Name]), ", "))
 			}
 		case e.Trigger != nil:
 			if _, ok := kinds[e.Trigger.Fault]; !ok {
@@ -356,4 +363,13 @@ func (r *Result) checkHistoryFaults(p *strictjson.Problems) {
 			}
 		}
 	}
+}
+
+func quoteAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = strictjson.Quote(s)
+	}
+
+	return out
 }
