@@ -142,26 +142,22 @@ func ReadJSON(path string) (*result.Result, error) {
 
 // DecodeJSON is ReadJSON of a report.json's content; file names it in errors.
 func DecodeJSON(file string, data []byte) (*result.Result, error) {
-	// The schema first, so that a report of another schema (or another
-	// file) fails with a schema error rather than whatever its shape causes.
-	var head struct {
-		Schema *string `json:"schema"`
-	}
-
-	if json.Unmarshal(data, &head) == nil {
-		switch {
-		case head.Schema == nil:
-			return nil, strictjson.Locate(file, data, []*strictjson.Error{{Path: "schema",
-				Msg: fmt.Sprintf("missing: want %s or %s (not a talchaos report?)", result.Schema, result.SchemaV1)}})
-		case *head.Schema != result.Schema && *head.Schema != result.SchemaV1:
-			return nil, strictjson.Locate(file, data, []*strictjson.Error{{Path: "schema",
-				Msg: fmt.Sprintf("is %s: want %s or %s (not a report this talchaos can read)", strictjson.Quote(*head.Schema), result.Schema, result.SchemaV1)}})
-		}
-	}
-
 	var r result.Result
+
 	if err := strictjson.Decode(file, data, &r, reportOptions); err != nil {
+		// A file of another schema, or not a report, fails with that
+		// rather than with whatever its shape causes.
+		if serr := strictjson.SchemaError(file, data, "a talchaos report", result.Schema, result.SchemaV1); serr != nil {
+			return nil, serr
+		}
+
 		return nil, err
+	}
+
+	if r.Schema != result.Schema && r.Schema != result.SchemaV1 {
+		if serr := strictjson.SchemaError(file, data, "a talchaos report", result.Schema, result.SchemaV1); serr != nil {
+			return nil, serr
+		}
 	}
 
 	errs := r.Validate(knownKind)

@@ -53,26 +53,22 @@ func ReadLedger(path string) (*Ledger, error) {
 
 // DecodeLedger is ReadLedger of a ledger's content; file names it in errors.
 func DecodeLedger(file string, data []byte) (*Ledger, error) {
-	// The schema first, so that another file (a report, a ledger of another
-	// version) fails with a schema error rather than whatever its shape causes.
-	var head struct {
-		Schema *string `json:"schema"`
-	}
-
-	if json.Unmarshal(data, &head) == nil {
-		switch {
-		case head.Schema == nil:
-			return nil, strictjson.Locate(file, data, []*strictjson.Error{{Path: "schema",
-				Msg: fmt.Sprintf("missing: want %s (not a ledger?)", LedgerSchema)}})
-		case *head.Schema != LedgerSchema:
-			return nil, strictjson.Locate(file, data, []*strictjson.Error{{Path: "schema",
-				Msg: fmt.Sprintf("is %s: want %s (not a ledger this talchaos can read)", strictjson.Quote(*head.Schema), LedgerSchema)}})
-		}
-	}
-
 	var l Ledger
+
 	if err := strictjson.Decode(file, data, &l, ledgerOptions); err != nil {
+		// A file of another schema (a report, a ledger of another
+		// version) fails with that rather than with whatever its shape causes.
+		if serr := strictjson.SchemaError(file, data, "a ledger", LedgerSchema); serr != nil {
+			return nil, serr
+		}
+
 		return nil, err
+	}
+
+	if l.Schema != LedgerSchema {
+		if serr := strictjson.SchemaError(file, data, "a ledger", LedgerSchema); serr != nil {
+			return nil, serr
+		}
 	}
 
 	errs := l.Validate()
