@@ -3,6 +3,7 @@ package result
 import (
 	"regexp"
 	"strings"
+	"unicode"
 )
 
 // Credentials that travel inside URLs and HTTP headers: a URL's userinfo
@@ -172,12 +173,34 @@ func redactAuthority(rest string) (int, string) {
 	}
 
 	// An unbracketed IPv6 address (fe80::1) is not a URL's host, but it is
-	// no secret either.
-	if strings.Count(auth, ":") > 1 || auth[c+1:] == Redacted {
+	// no secret either; nor is a port followed by what text puts around a
+	// URL (etcd's "[https://10.0.0.3:2380]", JSON's "https://10.0.0.3:2380"}).
+	if strings.Count(auth, ":") > 1 || auth[c+1:] == Redacted || portThenPunctuation(auth[c+1:]) {
 		return 0, ""
 	}
 
 	return len(auth), auth[:c+1] + Redacted
+}
+
+// portThenPunctuation reports whether s is a port (1 to 5 digits) followed
+// only by punctuation: no letter, digit or "@".
+func portThenPunctuation(s string) bool {
+	d := 0
+	for d < len(s) && '0' <= s[d] && s[d] <= '9' {
+		d++
+	}
+
+	if d == 0 || d > 5 {
+		return false
+	}
+
+	for _, r := range s[d:] {
+		if r == '@' || unicode.IsLetter(r) || unicode.IsDigit(r) {
+			return false
+		}
+	}
+
+	return true
 }
 
 // afterScheme reports whether before ends with a URL scheme (a letter, then

@@ -44,6 +44,13 @@ func TestScrubURLCredentials(t *testing.T) {
 		{name: "user name only", in: "ssh://s3cr3t-pw@host/x", want: "ssh://" + r + "@host/x"},
 		{name: "empty password", in: "https://root:@pve/x", want: "https://root:@pve/x", secrets: []string{}},
 		{name: "IPv6 host", in: "https://root:s3cr3t-pw@[fe80::1%25eth0]:8006/x", want: "https://root:" + r + "@[fe80::1%25eth0]:8006/x"},
+		// Ports followed by the punctuation text puts around URLs are no
+		// passwords (etcd's member lists, JSON, parentheses).
+		{name: "etcd member list", in: "member 8e9e05c52164694d [https://127.0.4.3:2380] was added as a learner", want: "member 8e9e05c52164694d [https://127.0.4.3:2380] was added as a learner", secrets: []string{}},
+		{name: "two peer URLs", in: "[https://127.0.4.3:2380 https://127.0.4.4:2380]", want: "[https://127.0.4.3:2380 https://127.0.4.4:2380]", secrets: []string{}},
+		{name: "JSON list", in: `{"peerURLs":["https://127.0.4.3:2380"]}`, want: `{"peerURLs":["https://127.0.4.3:2380"]}`, secrets: []string{}},
+		{name: "in parentheses", in: "(https://10.0.0.3:2379), then", want: "(https://10.0.0.3:2379), then", secrets: []string{}},
+		{name: "a password of letters after a port-like start", in: "https://root:2380pw", want: "https://root:" + r, secrets: []string{"2380pw"}},
 		{name: "IPv6 host, no userinfo", in: "https://[::1]:8006/api2/json", want: "https://[::1]:8006/api2/json", secrets: []string{}},
 		{name: "inside Go's url.Error", in: `Get "https://root:s3cr3t-pw@pve:8006/api2/json/nodes": dial tcp: lookup pve: no such host`,
 			want: `Get "https://root:` + r + `@pve:8006/api2/json/nodes": dial tcp: lookup pve: no such host`},
