@@ -36,6 +36,8 @@ test: lint
 	$(GO) test -count=1 -race -timeout 12m ./...
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -parallel 2 ./harness/scenario
 	$(GO) test -run '^$$' -fuzz '^FuzzLoadInventory$$' -fuzztime $(FUZZTIME) -parallel 2 ./harness/real
+	$(GO) test -run '^$$' -fuzz '^FuzzReadReport$$' -fuzztime $(FUZZTIME) -parallel 2 ./reports
+	$(GO) test -run '^$$' -fuzz '^FuzzReadLedger$$' -fuzztime $(FUZZTIME) -parallel 2 ./reports/stats
 
 # What make test leaves out to stay within 15 minutes on 2 cores: every
 # built-in at seeds 2 and 3, judged again from its report.json (seed 1 is in

@@ -78,10 +78,13 @@ func FuzzReadReport(f *testing.F) {
 			t.Fatalf("DecodeJSON accepted a report Validate refuses: %v", errs[0])
 		}
 
-		// What `talchaos report` prints. (Not its page: HTML draws a tick
-		// per Talos hour, 480,000 of them for the longest run at the largest
-		// scale, seconds of work per input.)
+		// What `talchaos report` prints and renders (at most about a dozen
+		// time ticks however long the history).
 		_ = Summary(r)
+
+		if _, err := HTML(r); err != nil {
+			t.Fatalf("HTML of a report that reads: %v", err)
+		}
 
 		// What --rejudge does with it.
 		if r.History != nil && r.Source != nil {

@@ -437,18 +437,20 @@ func points(pairs []string, y func(int) float64) string {
 func ticks(end int64, x func(int64) float64) []tick {
 	steps := []time.Duration{time.Second, 5 * time.Second, 10 * time.Second, 30 * time.Second, time.Minute, 2 * time.Minute,
 		5 * time.Minute, 10 * time.Minute, 30 * time.Minute, time.Hour}
-	step := steps[len(steps)-1]
+	// Past the largest step, whole hours: still at most about 12 ticks
+	// however long the history (a report read back may span days).
+	stepMs := max((end/12+time.Hour.Milliseconds()-1)/time.Hour.Milliseconds(), 1) * time.Hour.Milliseconds()
 
 	for _, s := range steps {
 		if end/s.Milliseconds() <= 12 {
-			step = s
+			stepMs = s.Milliseconds()
 
 			break
 		}
 	}
 
 	var out []tick
-	for t := int64(0); t <= end; t += step.Milliseconds() {
+	for t := int64(0); t >= 0 && t <= end; t += stepMs {
 		out = append(out, tick{X: x(t), Label: talosTime(t)})
 	}
 
