@@ -280,9 +280,9 @@ func TestDoctorUnreachableNodeAndLearner(t *testing.T) {
 }
 
 func TestDoctorTimeScaleMustBePositive(t *testing.T) {
-	for _, scale := range []string{"0", "-60"} {
+	for _, scale := range []string{"0", "-60", "0.5", "10001"} {
 		code, out := doctorRun("doctor", "--nodes", "127.0.0.1", "--time-scale", scale)
-		if code != exitInput || !strings.Contains(out, "--time-scale must be positive") {
+		if code != exitInput || !strings.Contains(out, "--time-scale: must be between 1 and 10000, got "+scale) {
 			t.Errorf("--time-scale %s: exit %d, want %d:\n%s", scale, code, exitInput, out)
 		}
 	}

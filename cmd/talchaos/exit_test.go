@@ -188,7 +188,8 @@ func TestExitsAreClean(t *testing.T) {
 
 		replayDir := filepath.Join(t.TempDir(), "replay")
 
-		replay := startCLI(t, bin, tmp, "replay", filepath.Join(reports, "seed-1"), "--report-dir", replayDir)
+		// The report's exec command runs again only with consent.
+		replay := startCLI(t, bin, tmp, "replay", filepath.Join(reports, "seed-1"), "--allow-exec", "--report-dir", replayDir)
 		replay.waitFor(t, execStarted)
 
 		run = runIDIn(t, tmp)
