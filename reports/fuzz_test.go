@@ -74,7 +74,7 @@ func FuzzReadReport(f *testing.F) {
 			return
 		}
 
-		if errs := r.Validate(knownKind); len(errs) > 0 {
+		if errs := r.Validate(chaos.Known()); len(errs) > 0 {
 			t.Fatalf("DecodeJSON accepted a report Validate refuses: %v", errs[0])
 		}
 

@@ -160,7 +160,7 @@ func DecodeJSON(file string, data []byte) (*result.Result, error) {
 		}
 	}
 
-	errs := r.Validate(knownKind)
+	errs := r.Validate(chaos.Known())
 	if len(errs) == 0 {
 		errs = checkScenarioCopy(&r)
 	}
@@ -188,13 +188,6 @@ var reportOptions = strictjson.Options{Required: map[reflect.Type][]string{
 	reflect.TypeFor[history.Log]():             {"source", "text"},
 	reflect.TypeFor[history.NodeObservation](): {"name", "mode"},
 }}
-
-// knownKind says whether the fault catalogue has a kind.
-func knownKind(kind string) bool {
-	_, ok := chaos.Lookup(kind)
-
-	return ok
-}
 
 // checkScenarioCopy checks a report against the scenario copy it holds, when
 // this talchaos can parse the copy (one it cannot is the business of the

@@ -10,7 +10,6 @@ import (
 
 	"github.com/talchaos/talchaos/harness/chaos"
 	"github.com/talchaos/talchaos/harness/real"
-	"github.com/talchaos/talchaos/harness/scenario"
 	"github.com/talchaos/talchaos/harness/target"
 	"github.com/talchaos/talchaos/sim"
 	"github.com/talchaos/talchaos/sim/container"
@@ -106,8 +105,17 @@ Every fault also has:
          with neither for nor until, it lasts until the run ends
 `)
 
-	fmt.Fprintf(out, "\ntrigger states: %s\n", strings.Join(scenario.TriggerStates, ", "))
-	fmt.Fprintf(out, "  (count applies to %s: the leader's k-th refusal to promote the node)\n", scenario.StatePromoteRefused)
+	fmt.Fprintf(out, "\ntrigger states: %s\n", strings.Join(chaos.StateNames(), ", "))
+
+	for _, s := range chaos.TriggerStates() {
+		count := ""
+		if s.Counted() {
+			count = " (takes a count)"
+		}
+
+		fmt.Fprintf(out, "  %-17s %s%s\n", s.Name(), s.Doc(), count)
+	}
+
 	fmt.Fprintln(out, "\nTalos-time durations are divided by the scenario's timeScale on simulated nodes; real nodes run on real time.")
 	fmt.Fprintln(out, "Network parameters (latency, jitter, slow-close delay) are real time on every target.")
 }

@@ -2,11 +2,13 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/talchaos/talchaos/harness/chaos"
+	"github.com/talchaos/talchaos/harness/judge"
 	"github.com/talchaos/talchaos/harness/scenario"
 	"github.com/talchaos/talchaos/scenarios"
 )
@@ -15,11 +17,19 @@ import (
 const listWidth = 100
 
 func newListCmd() *cobra.Command {
-	return &cobra.Command{
+	var diagnoses bool
+
+	cmd := &cobra.Command{
 		Use:   "list",
-		Short: "List the built-in scenarios ('talchaos show NAME' prints one)",
+		Short: "List the built-in scenarios ('talchaos show NAME' prints one), or the diagnosis codes",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if diagnoses {
+				listDiagnoses(cmd.OutOrStdout())
+
+				return nil
+			}
+
 			var all []*scenario.Scenario
 
 			nameWidth := len("NAME")
@@ -48,6 +58,55 @@ func newListCmd() *cobra.Command {
 			return nil
 		},
 	}
+
+	cmd.Flags().BoolVar(&diagnoses, "diagnoses", false, "list the diagnosis codes a run can report, and what each means")
+
+	return cmd
+}
+
+// listDiagnoses prints every diagnosis code with its meaning, wrapped to listWidth.
+func listDiagnoses(out io.Writer) {
+	width := len("CODE")
+	for _, c := range judge.Codes() {
+		width = max(width, len(c.Name))
+	}
+
+	fmt.Fprintf(out, "%-*s  %s\n", width, "CODE", "MEANING")
+
+	for _, c := range judge.Codes() {
+		lines := wrap(c.Doc, listWidth-width-2)
+		for i, l := range lines {
+			name := c.Name
+			if i > 0 {
+				name = ""
+			}
+
+			fmt.Fprintf(out, "%-*s  %s\n", width, name, l)
+		}
+	}
+}
+
+// wrap breaks s into lines of at most width columns, at spaces.
+func wrap(s string, width int) []string {
+	var (
+		out  []string
+		line string
+	)
+
+	for _, w := range strings.Fields(s) {
+		if line != "" && len(line)+1+len(w) > width {
+			out = append(out, line)
+			line = ""
+		}
+
+		if line != "" {
+			line += " "
+		}
+
+		line += w
+	}
+
+	return append(out, line)
 }
 
 func newShowCmd() *cobra.Command {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/talchaos/talchaos/harness/judge"
 	"github.com/talchaos/talchaos/harness/result"
 	"github.com/talchaos/talchaos/scenarios"
 )
@@ -86,6 +87,25 @@ func TestListNamesBuiltInsIn100Columns(t *testing.T) {
 	for _, name := range scenarios.Names() {
 		if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + ` `).MatchString(out) {
 			t.Errorf("list output lacks %s:\n%s", name, out)
+		}
+	}
+}
+
+func TestListDiagnosesIn100Columns(t *testing.T) {
+	code, out := run(t, "list", "--diagnoses")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+
+	for _, line := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
+		if n := utf8.RuneCountInString(line); n > 100 {
+			t.Errorf("a line of %d columns: %q", n, line)
+		}
+	}
+
+	for _, c := range judge.Codes() {
+		if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(c.Name) + ` +` + regexp.QuoteMeta(strings.Fields(c.Doc)[0]) + ` `).MatchString(out) {
+			t.Errorf("list --diagnoses lacks %s with its meaning:\n%s", c.Name, out)
 		}
 	}
 }

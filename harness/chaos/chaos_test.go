@@ -222,7 +222,7 @@ func TestHolds(t *testing.T) {
 		{"cp2", "promote-refused", 3, false},
 		{"cp1", "promote-refused", 0, false},
 	} {
-		if got := Holds(o, scenario.When{Node: tc.node, State: tc.state, Count: tc.count}); got != tc.want {
+		if got := Holds(viewOf(o), scenario.When{Node: tc.node, State: tc.state, Count: tc.count}); got != tc.want {
 			t.Errorf("Holds(%s, %s, %d) = %v, want %v", tc.node, tc.state, tc.count, got, tc.want)
 		}
 	}

@@ -7,6 +7,11 @@
 // target capabilities it needs, whether it is destructive, its documentation and
 // Inject. Kinds is the one explicit list; validation, --plan, the targets'
 // refusals and `talchaos faults` all read it.
+//
+// Each trigger state (a `when:` or `until:` waits for one) is likewise one
+// type in one file, trigger_<state>.go, that registers it: adding a state
+// touches that file and its test and nothing else; the scenario validator,
+// history validation, the schedule and `talchaos faults` read TriggerStates.
 package chaos
 
 import (
@@ -14,6 +19,8 @@ import (
 	"reflect"
 	"slices"
 
+	"github.com/talchaos/talchaos/harness/history"
+	"github.com/talchaos/talchaos/harness/judge"
 	"github.com/talchaos/talchaos/harness/scenario"
 	"github.com/talchaos/talchaos/harness/target"
 )
@@ -82,8 +89,15 @@ type Env struct {
 // control plane other than the bootstrap node).
 type Node string
 
-// Catalogue is the list of kinds as the scenario decoder reads it.
-var Catalogue scenario.FaultKinds = catalogue{}
+// Catalogue is what scenarios can name, as the scenario decoder reads it:
+// the fault kinds, the trigger states and the diagnosis codes (harness/judge).
+var Catalogue scenario.Catalogue = catalogue{}
+
+// Known is the fault kinds and trigger states, for reading a recorded
+// history back.
+func Known() history.Known {
+	return history.Known{Kind: func(k string) bool { _, ok := Lookup(k); return ok }, States: StateNames()}
+}
 
 type catalogue struct{}
 
@@ -103,6 +117,19 @@ func (catalogue) Names() []string {
 
 	return out
 }
+
+// TriggerStates lists the trigger states.
+func (catalogue) TriggerStates() []string { return StateNames() }
+
+// Counted reports whether a trigger state takes a count.
+func (catalogue) Counted(state string) bool {
+	s, ok := LookupState(state)
+
+	return ok && s.Counted()
+}
+
+// DiagnosisCodes lists the diagnosis codes.
+func (catalogue) DiagnosisCodes() []string { return judge.CodeNames() }
 
 // Lookup finds a kind by name.
 func Lookup(name string) (Kind, bool) {

@@ -64,20 +64,6 @@ func (p Planned) Trigger() string {
 	return s
 }
 
-// describe says what a trigger waits for: "cp2 is learner",
-// "cp2's promotion was refused 3 times".
-func describe(w scenario.When) string {
-	if w.State == scenario.StatePromoteRefused {
-		if w.Times() == 1 {
-			return w.Node + "'s promotion was refused"
-		}
-
-		return fmt.Sprintf("%s's promotion was refused %d times", w.Node, w.Times())
-	}
-
-	return w.Node + " is " + w.State
-}
-
 // PlanOptions are a run's choices for its plan.
 type PlanOptions struct {
 	// Seed makes every random choice of the schedule.
@@ -199,45 +185,6 @@ func permitted(sc *scenario.Scenario, tgt target.Target, p Planned, allowDestruc
 	return nil
 }
 
-// Holds reports whether the trigger's node is observed in its state.
-func Holds(obs *history.Observation, w scenario.When) bool {
-	node, state := w.Node, w.State
-
-	n := obs.Nodes[node]
-	if n == nil {
-		return false
-	}
-
-	switch state {
-	case scenario.StatePromoteRefused:
-		return n.PromoteRefusals >= w.Times()
-	case "left-maintenance":
-		return n.Mode == history.ModeConfigured
-	case "etcd-running":
-		return n.Etcd != nil && n.Etcd.State == "Running"
-	case "bootstrapped":
-		return len(n.Members) == 1 && n.Members[0].Hostname == node && !n.Members[0].IsLearner
-	}
-
-	for _, c := range obs.Clusters() {
-		m, ok := c.Member(node, n.Address)
-		if !ok {
-			continue
-		}
-
-		switch state {
-		case "member":
-			return true
-		case "learner":
-			return m.IsLearner
-		case "voter":
-			return !m.IsLearner
-		}
-	}
-
-	return false
-}
-
 // Schedule runs the planned faults against a cluster.
 type Schedule struct {
 	planned []Planned
@@ -296,9 +243,11 @@ func (s *Schedule) Run(ctx context.Context, observations <-chan *history.Observa
 				return
 			}
 
+			v := viewOf(obs)
+
 			for i := range waiting {
 				w := s.planned[i].Spec.When
-				if Holds(obs, *w) {
+				if Holds(v, *w) {
 					delete(waiting, i)
 					s.log.Add(w.Node, "fault.trigger", fmt.Sprintf("%s: %s", s.planned[i].Spec.Name, describe(*w)))
 					s.rec.Trigger(w.Node, history.Trigger{Fault: s.planned[i].Spec.Name, State: w.State, Count: w.Count, AfterMs: w.After.Milliseconds()})
@@ -308,7 +257,7 @@ func (s *Schedule) Run(ctx context.Context, observations <-chan *history.Observa
 
 			for i, p := range s.planned {
 				u := p.Spec.Until
-				if u == nil || healWaiting[i] || !s.active(i) || !Holds(obs, *u) {
+				if u == nil || healWaiting[i] || !s.active(i) || !Holds(v, *u) {
 					continue
 				}
 
@@ -442,4 +391,16 @@ func (s *Schedule) Records() []result.Fault {
 	}
 
 	return out
+}
+
+// viewOf is what triggers read from an observation the observer completed
+// with each node's promotion refusals.
+func viewOf(obs *history.Observation) View {
+	return View{Obs: obs, PromoteRefusals: func(node string) int {
+		if n := obs.Nodes[node]; n != nil {
+			return n.PromoteRefusals
+		}
+
+		return 0
+	}}
 }

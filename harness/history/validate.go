@@ -14,6 +14,14 @@ import (
 	"github.com/talchaos/talchaos/harness/target"
 )
 
+// Known says which names defined outside this package exist: fault kinds
+// and trigger states (harness/chaos). A nil Kind checks no kind.
+type Known struct {
+	Kind func(string) bool
+	// States lists the trigger states; nil checks nothing.
+	States []string
+}
+
 var (
 	modes       = []string{ModeUnknown, ModeDown, ModeMaintenance, ModeConfigured, ModePKIMismatch}
 	failures    = []Failure{FailureNone, FailureRefused, FailureNoConnection, FailureCertificateRequired, FailureUnknownAuthority, FailureNoAnswer}
@@ -36,9 +44,9 @@ var maxOffsetMs = 2 * scenario.MaxDuration.Milliseconds()
 // × the scale, entries that record nothing or two things at once, that name
 // a node not in the history or a mode, client, gRPC code, failure class,
 // fault phase, trigger state or log source that does not exist, negative
-// durations. knownKind says whether a fault kind exists (nil: kinds are not
-// checked; harness/chaos knows them).
-func (h *History) Check(p *strictjson.Problems, path string, knownKind func(string) bool) {
+// durations. known says which fault kinds and trigger states exist
+// (harness/chaos knows them).
+func (h *History) Check(p *strictjson.Problems, path string, known Known) {
 	if h.Start.IsZero() {
 		p.Addf(strictjson.Key(path, "start"), "is the zero time: a history records when the run started")
 	}
@@ -75,7 +83,7 @@ func (h *History) Check(p *strictjson.Problems, path string, knownKind func(stri
 
 		prev = max(prev, e.WallMs)
 
-		e.check(p, ep, nodes, knownKind)
+		e.check(p, ep, nodes, known)
 	}
 }
 
@@ -115,7 +123,7 @@ func (h *History) checkNodes(p *strictjson.Problems, path string) map[string]Nod
 }
 
 // check checks one entry at path ep.
-func (e *Entry) check(p *strictjson.Problems, ep string, nodes map[string]Node, knownKind func(string) bool) {
+func (e *Entry) check(p *strictjson.Problems, ep string, nodes map[string]Node, names Known) {
 	var what []string
 
 	for _, k := range []struct {
@@ -161,9 +169,9 @@ func (e *Entry) check(p *strictjson.Problems, ep string, nodes map[string]Node, 
 	case e.Call != nil:
 		e.Call.check(p, strictjson.Key(ep, "call"))
 	case e.Fault != nil:
-		e.Fault.check(p, strictjson.Key(ep, "fault"), e.Node, nodes, knownKind)
+		e.Fault.check(p, strictjson.Key(ep, "fault"), e.Node, nodes, names.Kind)
 	case e.Trigger != nil:
-		e.Trigger.check(p, strictjson.Key(ep, "trigger"))
+		e.Trigger.check(p, strictjson.Key(ep, "trigger"), names)
 	case e.Log != nil:
 		if !slices.Contains(logSources, e.Log.Source) {
 			p.Addf(strictjson.Key(strictjson.Key(ep, "log"), "source"), "is %s: want %s", strictjson.Quote(e.Log.Source), strings.Join(logSources, " or "))
@@ -275,13 +283,13 @@ func (f *FaultEvent) check(p *strictjson.Problems, fp, entryNode string, nodes m
 	}
 }
 
-func (t *Trigger) check(p *strictjson.Problems, tp string) {
+func (t *Trigger) check(p *strictjson.Problems, tp string, known Known) {
 	if t.Fault == "" {
 		p.Addf(strictjson.Key(tp, "fault"), "is empty")
 	}
 
-	if !slices.Contains(scenario.TriggerStates, t.State) {
-		p.Addf(strictjson.Key(tp, "state"), "is %s: want one of %s", strictjson.Quote(t.State), strings.Join(scenario.TriggerStates, ", "))
+	if known.States != nil && !slices.Contains(known.States, t.State) {
+		p.Addf(strictjson.Key(tp, "state"), "is %s: want one of %s", strictjson.Quote(t.State), strings.Join(known.States, ", "))
 	}
 
 	if t.Count < 0 {

@@ -122,44 +122,6 @@ func (ev *Evidence) talos(d time.Duration) time.Duration {
 	return time.Duration(float64(d) / ev.Scale)
 }
 
-// rule produces the diagnoses of one code.
-type rule func(ev *Evidence) []result.Diagnosis
-
-// rules is the diagnosis vocabulary, one small function per code.
-var rules = []rule{
-	apiUnreachable,
-	tooManyLearners,
-	learnerNotPromoted,
-	learnerPromotionPending,
-	learnerNotSynced,
-	staleLearner,
-	etcdFailed,
-	etcdCrashLoop,
-	nodeInMaintenance,
-	tlsCertificateRequired,
-	pkiMismatch,
-	splitBrain,
-	peerURLExists,
-	configInvalid,
-	applyReplyLost,
-	noQuorum,
-}
-
-// Diagnose runs every rule on the evidence of a history.
-func Diagnose(ev *Evidence) []result.Diagnosis {
-	if ev.PromoteWindow <= 0 {
-		ev.PromoteWindow = ev.talos(talosPromoteWindow)
-	}
-
-	out := []result.Diagnosis{}
-
-	for _, r := range rules {
-		out = append(out, r(ev)...)
-	}
-
-	return out
-}
-
 // firstLine finds the node's first log line containing substr.
 // firstLineAfter is node's first machined line holding substr at or after at.
 func (ev *Evidence) firstLineAfter(node string, at time.Duration, substr string) (LogLine, bool) {

@@ -180,10 +180,10 @@ type Fault struct {
 // not its content's, a schedule with a fault named twice or of an unknown
 // kind or on a node the run did not have, negative durations and counts,
 // an inconsistent history (history.Check), fault events and triggers of
-// faults the schedule does not hold. knownKind says whether a fault kind
-// exists (nil: kinds are not checked; harness/chaos knows them and imports
-// this package).
-func (r *Result) Validate(knownKind func(string) bool) []*strictjson.Error {
+// faults the schedule does not hold. known says which fault kinds and
+// trigger states exist (its zero value checks none; harness/chaos knows them
+// and imports this package: chaos.Known).
+func (r *Result) Validate(known history.Known) []*strictjson.Error {
 	var p strictjson.Problems
 
 	if r.Schema != Schema && r.Schema != SchemaV1 {
@@ -223,11 +223,11 @@ func (r *Result) Validate(knownKind func(string) bool) []*strictjson.Error {
 		}
 	}
 
-	r.checkSchedule(&p, knownKind)
+	r.checkSchedule(&p, known.Kind)
 	r.checkOutcome(&p)
 
 	if r.History != nil {
-		r.History.Check(&p, "history", knownKind)
+		r.History.Check(&p, "history", known)
 		r.checkHistoryFaults(&p)
 	}
 

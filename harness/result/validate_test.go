@@ -33,7 +33,7 @@ func validResult() *Result {
 }
 
 func TestValidate(t *testing.T) {
-	known := func(k string) bool { return k == "latency" || k == "partition" }
+	known := history.Known{Kind: func(k string) bool { return k == "latency" || k == "partition" }, States: []string{"learner", "voter"}}
 
 	tests := []struct {
 		name   string
@@ -99,7 +99,7 @@ func TestValidate(t *testing.T) {
 	r := validResult()
 	r.Schedule[0].Kind, r.History.Entries[0].Fault.Kind = "anything", "anything"
 
-	if errs := r.Validate(nil); len(errs) > 0 {
+	if errs := r.Validate(history.Known{}); len(errs) > 0 {
 		t.Errorf("a kind was checked without a catalogue: %s", errs[0].Msg)
 	}
 }

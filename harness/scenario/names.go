@@ -68,27 +68,6 @@ const (
 // Orchestrators are the bootstrap strategies orchestrator.name can pick.
 var Orchestrators = []string{"resilient", "naive", "exec"}
 
-// DiagnosisCodes are the stable diagnosis codes expectations can name. They are a
-// public contract: scenario files and reports depend on them not changing.
-var DiagnosisCodes = []string{
-	"too-many-learners",
-	"learner-not-synced",
-	"learner-not-promoted",
-	"stale-learner",
-	"node-in-maintenance",
-	"tls-certificate-required",
-	"pki-mismatch",
-	"split-brain",
-	"peer-url-exists",
-	"config-invalid",
-	"apply-reply-lost",
-	"no-quorum",
-	"api-unreachable",
-	"learner-promotion-pending",
-	"etcd-failed",
-	"etcd-crash-loop",
-}
-
 // NodeNames lists the cluster's nodes: control planes cp1..cpN, then workers w1..wM.
 func (c Cluster) NodeNames() []string {
 	names := make([]string, 0, max(c.ControlPlanes, 0)+max(c.Workers, 0))

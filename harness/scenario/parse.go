@@ -12,7 +12,7 @@ import (
 )
 
 // Load reads the scenario file at path and parses it.
-func Load(path string, kinds FaultKinds) (*Scenario, error) {
+func Load(path string, kinds Catalogue) (*Scenario, error) {
 	data, err := inputfile.Read(path, inputfile.MaxConfigBytes)
 	if err != nil {
 		return nil, fmt.Errorf("read scenario: %w", err)
@@ -27,7 +27,7 @@ const emptyMsg = "empty scenario: expected a mapping with apiVersion, kind, name
 // faults' kind-specific parameters with the kinds of the catalogue. file is only
 // used in errors and stored in Scenario.File. The error is an *Error when there
 // is one problem and Errors (in line order) when there are several.
-func Parse(file string, data []byte, kinds FaultKinds) (_ *Scenario, err error) {
+func Parse(file string, data []byte, kinds Catalogue) (_ *Scenario, err error) {
 	// Parsing must never take the harness down, whatever the file: a panic in the YAML
 	// library becomes an error at the top of the file.
 	defer func() {
@@ -66,7 +66,7 @@ func Parse(file string, data []byte, kinds FaultKinds) (_ *Scenario, err error) 
 
 	s.applyDefaults()
 
-	if err := strictyaml.Collect(s.validate()); err != nil {
+	if err := strictyaml.Collect(s.validate(kinds)); err != nil {
 		return nil, err
 	}
 
@@ -78,7 +78,7 @@ var commonFaultFields = strictyaml.FieldNames(reflect.TypeFor[Fault]())
 
 // faultDecoder decodes a fault in two steps: the fields every fault has, then
 // the rest of the mapping into the parameters of its kind, strictly.
-func faultDecoder(kinds FaultKinds) strictyaml.Hook {
+func faultDecoder(kinds Catalogue) strictyaml.Hook {
 	return func(d *strictyaml.Decoder, n *yaml.Node, v reflect.Value, path string) {
 		if strictyaml.IsNull(n) {
 			d.Errorf(n.Line, path, "expected a fault (a mapping with kind and a trigger), got null")
@@ -131,7 +131,7 @@ func faultDecoder(kinds FaultKinds) strictyaml.Hook {
 	}
 }
 
-func kindNames(kinds FaultKinds) []string {
+func kindNames(kinds Catalogue) []string {
 	if kinds == nil {
 		return nil
 	}
@@ -140,7 +140,7 @@ func kindNames(kinds FaultKinds) []string {
 }
 
 // kindWithField names a kind that has the field, "" if none.
-func kindWithField(kinds FaultKinds, field string) string {
+func kindWithField(kinds Catalogue, field string) string {
 	for _, k := range kindNames(kinds) {
 		spec, _ := kinds.New(k)
 		for _, f := range strictyaml.FieldNames(reflect.TypeOf(spec)) {

@@ -153,12 +153,21 @@ type FaultSpec interface {
 	Validate(c *FaultCheck)
 }
 
-// FaultKinds is the catalogue of fault kinds a scenario can name.
-type FaultKinds interface {
+// Catalogue is what a scenario can name that is defined outside this
+// package, one type per name where it is defined: the fault kinds and the
+// trigger states (harness/chaos), the diagnosis codes (harness/judge).
+// chaos.Catalogue is the one the engine uses.
+type Catalogue interface {
 	// New returns the zero parameters of a kind (a value of the kind's type).
 	New(kind string) (FaultSpec, bool)
 	// Names lists the kinds.
 	Names() []string
+	// TriggerStates lists the states a trigger can wait for.
+	TriggerStates() []string
+	// Counted reports whether a trigger state takes a count.
+	Counted(state string) bool
+	// DiagnosisCodes lists the diagnosis codes expectations can name.
+	DiagnosisCodes() []string
 }
 
 // When is a state trigger: the fault starts the first time Node is observed in State.
@@ -173,24 +182,6 @@ type When struct {
 
 // Times is how many observations of the state the trigger waits for.
 func (w When) Times() int { return max(w.Count, 1) }
-
-// TriggerStates are the observable states a When trigger can wait for.
-var TriggerStates = []string{
-	"left-maintenance", // the node's Talos API answers with mutual TLS
-	"bootstrapped",     // the node's etcd is the first member of a new cluster
-	"member",           // the node is in the etcd member list (learner or voter)
-	"learner",          // the node is a learner
-	"voter",            // the node is a voting member
-	"etcd-running",     // the node's etcd service is Running
-	// The leader refused the node's promotion for the count-th time (etcd
-	// logs "rejecting promote learner: learner is not ready" once per refused
-	// MemberPromote; the line names no member, so it counts for the node that
-	// is the learner then).
-	StatePromoteRefused,
-}
-
-// StatePromoteRefused is the trigger state that takes a count.
-const StatePromoteRefused = "promote-refused"
 
 // Expect is what must hold at the end of the run.
 type Expect struct {

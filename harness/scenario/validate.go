@@ -13,6 +13,7 @@ var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]*$`)
 // harness reports them all rather than one per edit.
 type validator struct {
 	s    *Scenario
+	cat  Catalogue
 	errs []*Error
 	// nodes is the set of node names, nil when the cluster size is itself invalid: then
 	// every node-name check would fail for the same reason, so they are skipped.
@@ -23,8 +24,8 @@ func (v *validator) errorf(field, format string, args ...any) {
 	v.errs = append(v.errs, v.s.Errorf(field, format, args...))
 }
 
-func (s *Scenario) validate() []*Error {
-	v := &validator{s: s}
+func (s *Scenario) validate(cat Catalogue) []*Error {
+	v := &validator{s: s, cat: cat}
 
 	v.header()
 	v.cluster()
@@ -204,9 +205,9 @@ func (v *validator) when(p string, w *When) {
 	}
 
 	if w.State == "" {
-		v.errorf(p+".state", "required: one of %s", strings.Join(TriggerStates, ", "))
+		v.errorf(p+".state", "required: one of %s", strings.Join(v.cat.TriggerStates(), ", "))
 	} else {
-		v.oneOf(p+".state", w.State, "trigger state", TriggerStates)
+		v.oneOf(p+".state", w.State, "trigger state", v.cat.TriggerStates())
 	}
 
 	v.duration(p+".after", w.After)
@@ -214,8 +215,8 @@ func (v *validator) when(p string, w *When) {
 	switch {
 	case w.Count < 0 || w.Count > MaxCount:
 		v.between(p+".count", int64(w.Count), 0, MaxCount)
-	case w.Count > 0 && w.State != StatePromoteRefused:
-		v.errorf(p+".count", "only counts with state %s, not %s", StatePromoteRefused, w.State)
+	case w.Count > 0 && !v.cat.Counted(w.State):
+		v.errorf(p+".count", "only counts with state %s, not %s", strings.Join(v.counted(), " or "), w.State)
 	}
 }
 
@@ -251,9 +252,9 @@ func (v *validator) expect() {
 		p := fmt.Sprintf("expect.diagnoses[%d]", i)
 
 		if d.Code == "" {
-			v.errorf(p+".code", "required: one of %s", strings.Join(DiagnosisCodes, ", "))
+			v.errorf(p+".code", "required: one of %s", strings.Join(v.cat.DiagnosisCodes(), ", "))
 		} else {
-			v.oneOf(p+".code", d.Code, "diagnosis code", DiagnosisCodes)
+			v.oneOf(p+".code", d.Code, "diagnosis code", v.cat.DiagnosisCodes())
 		}
 
 		if d.Node != "" {
@@ -263,7 +264,7 @@ func (v *validator) expect() {
 
 	for i, code := range e.NoDiagnoses {
 		p := fmt.Sprintf("expect.noDiagnoses[%d]", i)
-		if v.oneOf(p, code, "diagnosis code", DiagnosisCodes) &&
+		if v.oneOf(p, code, "diagnosis code", v.cat.DiagnosisCodes()) &&
 			slices.ContainsFunc(e.Diagnoses, func(d ExpectedDiagnosis) bool { return d.Code == code }) {
 			v.errorf(p, "%q is also expected in expect.diagnoses", code)
 		}
@@ -441,4 +442,17 @@ func sortedKeys[V any](m map[string]V) []string {
 	slices.Sort(keys)
 
 	return keys
+}
+
+// counted lists the trigger states that take a count.
+func (v *validator) counted() []string {
+	var out []string
+
+	for _, s := range v.cat.TriggerStates() {
+		if v.cat.Counted(s) {
+			out = append(out, s)
+		}
+	}
+
+	return out
 }

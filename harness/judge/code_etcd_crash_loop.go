@@ -9,31 +9,14 @@ import (
 	"github.com/talchaos/talchaos/harness/result"
 )
 
-// etcdFailed: a node's etcd service went Failed — its join loop gave up
-// after 30 minutes, or its pre stage failed. Talos does not start it again
-// until the node boots again: 70 minutes into a boot that never completes
-// (BootTimeout), or a reboot. A user's script waiting for voters waits in
-// vain meanwhile.
-func etcdFailed(ev *Evidence) []result.Diagnosis {
-	var out []result.Diagnosis
-
-	for _, node := range slices.Sorted(maps.Keys(ev.EtcdFailed)) {
-		s := ev.EtcdFailed[node]
-
-		out = append(out, diag("etcd-failed", node,
-			node+"'s etcd service failed; Talos starts it again only when the node boots again (a reboot, or 70 minutes into a boot that never completes)",
-			fmt.Sprintf("etcd Failed: %s (at %s)", s.Message, ev.talosTime(s.At)), ev.Now))
-	}
-
-	return out
-}
-
-// crashLoopAt restarts within crashLoopWindow (Talos time) make a crash loop,
-// not a hiccup: restart.Forever restarts a task every 5 s.
-const (
-	crashLoopAt     = 3
-	crashLoopWindow = 2 * time.Minute
-)
+var _ = register(Code{
+	Name:     "etcd-crash-loop",
+	Doc:      "etcd exits and is restarted every 5 s for good: its data does not fit the cluster",
+	Diagnose: etcdCrashLoop,
+	Remedy: func(r RemedyFor) []string {
+		return append(r.RemoveLearners(r.OwnLearner), ResetCommand(r.Addr))
+	},
+})
 
 // etcdCrashLoop: a node's etcd keeps exiting and being restarted by
 // restart.Forever, every 5 s, for good: its data directory disagrees with
@@ -79,3 +62,10 @@ func etcdCrashLoop(ev *Evidence) []result.Diagnosis {
 
 	return out
 }
+
+// crashLoopAt restarts within crashLoopWindow (Talos time) make a crash loop,
+// not a hiccup: restart.Forever restarts a task every 5 s.
+const (
+	crashLoopAt     = 3
+	crashLoopWindow = 2 * time.Minute
+)
