@@ -19,6 +19,7 @@ import (
 	"github.com/talchaos/talchaos/harness/buildinfo"
 	"github.com/talchaos/talchaos/harness/chaos"
 	"github.com/talchaos/talchaos/harness/check"
+	"github.com/talchaos/talchaos/harness/clock"
 	"github.com/talchaos/talchaos/harness/eventlog"
 	"github.com/talchaos/talchaos/harness/history"
 	"github.com/talchaos/talchaos/harness/judge"
@@ -134,12 +135,12 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*result.Resu
 		log.Add(n.Name, "node.provisioned", fmt.Sprintf("%s %s, Talos API %s", n.Role, n.Address, n.Endpoint))
 	}
 
-	err = runCluster(ctx, sc, scale, opts, orch, planned, cluster, log, scrubber, res)
+	err = runCluster(ctx, sc, clock.New(scale), opts, orch, planned, cluster, log, scrubber, res)
 
 	return finish(err)
 }
 
-func runCluster(ctx context.Context, sc *scenario.Scenario, scale float64, opts Options, orch orchestrator.Orchestrator,
+func runCluster(ctx context.Context, sc *scenario.Scenario, clk clock.Clock, opts Options, orch orchestrator.Orchestrator,
 	planned []chaos.Planned, cluster target.Cluster, log *eventlog.Log, scrubber *result.Scrubber, res *result.Result,
 ) error {
 	interval := opts.ObserveInterval
@@ -153,7 +154,7 @@ func runCluster(ctx context.Context, sc *scenario.Scenario, scale float64, opts 
 	}
 
 	// The record the verdict is drawn from, whatever happens next.
-	rec := history.NewRecorder(log.Start(), scale, nodes)
+	rec := history.NewRecorder(log.Start(), clk, nodes)
 	rec.SetScrubber(scrubber.Scrub)
 
 	defer func() {
@@ -179,7 +180,7 @@ func runCluster(ctx context.Context, sc *scenario.Scenario, scale float64, opts 
 		observer.Run(bgCtx)
 	}()
 
-	schedule := chaos.NewSchedule(planned, cluster, log, rec, scale)
+	schedule := chaos.NewSchedule(planned, cluster, log, rec, clk)
 	scheduled := make(chan struct{})
 	observations := observer.Subscribe()
 
@@ -203,9 +204,9 @@ func runCluster(ctx context.Context, sc *scenario.Scenario, scale float64, opts 
 
 	// The orchestrator gets its own budget; the run ends when it returns or when
 	// the scenario's window closes.
-	within := sc.Expect.Within.Real(scale)
+	within := clk.Wall(sc.Expect.Within.Duration)
 
-	orchCtx, orchCancel := context.WithTimeout(ctx, min(sc.Orchestrator.Timeout.Real(scale), within))
+	orchCtx, orchCancel := context.WithTimeout(ctx, min(clk.Wall(sc.Orchestrator.Timeout.Duration), within))
 	defer orchCancel()
 
 	env := &orchestrator.Env{
@@ -214,7 +215,7 @@ func runCluster(ctx context.Context, sc *scenario.Scenario, scale float64, opts 
 		BootstrapNode: sc.Orchestrator.BootstrapNode,
 		Log:           log,
 		Record:        rec,
-		Scale:         scale,
+		Clock:         clk,
 		Destructive:   opts.Destructive(),
 	}
 
@@ -240,7 +241,7 @@ func runCluster(ctx context.Context, sc *scenario.Scenario, scale float64, opts 
 		log.Add("", "orchestrator.finished", orch.Name()+" finished")
 	}
 
-	settle(ctx, sc, scale, within, judge.CadenceAt(scale, res.ClockFloors, observer.PollCadence()), interval, log, rec, observer)
+	settle(ctx, sc, clk, within, judge.CadenceAt(clk, res.ClockFloors, observer.PollCadence()), interval, log, rec, observer)
 
 	bgCancel()
 	<-observed
@@ -279,18 +280,18 @@ func runCluster(ctx context.Context, sc *scenario.Scenario, scale float64, opts 
 // step, a member seen promoted, its health check passing, its stage running,
 // starts the window again), or when expect.within ends. The run's last look
 // (the final poll) must agree with the steady state, or the wait goes on.
-func settle(ctx context.Context, sc *scenario.Scenario, scale float64, within time.Duration, cadence judge.Cadence, interval time.Duration,
+func settle(ctx context.Context, sc *scenario.Scenario, clk clock.Clock, within time.Duration, cadence judge.Cadence, interval time.Duration,
 	log *eventlog.Log, rec *history.Recorder, observer *check.Observer,
 ) {
-	least := sc.Expect.Settle.Real(scale)
-	stable := sc.Expect.Stable.Real(scale)
-	bound := scenario.Duration{Duration: sc.Expect.Settle.Duration + scenario.SettleBound}
+	least := clk.Wall(sc.Expect.Settle.Duration)
+	stable := clk.Wall(sc.Expect.Stable.Duration)
+	bound := clk.Wall(sc.Expect.Settle.Duration + scenario.SettleBound)
 
 	start := log.Since()
-	end := min(start+max(bound.Real(scale), least+settleWindows*cadence.Longest(stable)), within)
+	end := min(start+max(bound, least+settleWindows*cadence.Longest(stable)), within)
 
 	log.Add("", "run.settle", fmt.Sprintf("observing for %s at least, then until the state has held for %s and for every etcd member's next health check and every node's next poll (%s while etcd runs), at most %s",
-		sc.Expect.Settle, sc.Expect.Stable, talosTime(cadence.Longest(stable), scale), talosTime(max(end-start, 0), scale)))
+		sc.Expect.Settle, sc.Expect.Stable, clk.TalosString(cadence.Longest(stable)), clk.TalosString(end-start)))
 
 	wait := func(d time.Duration) bool {
 		select {
@@ -320,7 +321,7 @@ func settle(ctx context.Context, sc *scenario.Scenario, scale float64, within ti
 		}
 
 		if log.Since() >= end {
-			why := fmt.Sprintf("within %s of settling", talosTime(max(end-start, 0), scale))
+			why := fmt.Sprintf("within %s of settling", clk.TalosString(end-start))
 			if end == within {
 				why = fmt.Sprintf("before expect.within (%s) ended", sc.Expect.Within)
 			}
@@ -340,11 +341,6 @@ func settle(ctx context.Context, sc *scenario.Scenario, scale float64, within ti
 // settleWindows is how many of its longest windows a settle waits at least
 // for a state that keeps changing.
 const settleWindows = 3
-
-// talosTime is a wall-clock span in Talos time, rounded for people.
-func talosTime(d time.Duration, scale float64) string {
-	return time.Duration(float64(d) * scale).Round(time.Second).String()
-}
 
 // SourceOf is the scenario file as it was parsed, with its sha256.
 func SourceOf(sc *scenario.Scenario) *result.Source {

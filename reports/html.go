@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/talchaos/talchaos/harness/clock"
 	"github.com/talchaos/talchaos/harness/history"
 	"github.com/talchaos/talchaos/harness/result"
 	"github.com/talchaos/talchaos/harness/target"
@@ -523,7 +524,7 @@ func diagnoses(r *result.Result, h *history.History, entries []entryView) []diag
 	out := make([]diagView, 0, len(r.Diagnoses))
 
 	for _, d := range r.Diagnoses {
-		dv := diagView{Diagnosis: d, Talos: talosTime(int64(float64(d.TMs) * h.Scale))}
+		dv := diagView{Diagnosis: d, Talos: talosTime(clock.New(h.Scale).TalosMs(d.TMs))}
 		best := -1
 
 		for i, e := range h.Entries {

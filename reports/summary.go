@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/talchaos/talchaos/harness/clock"
 	"github.com/talchaos/talchaos/harness/result"
 )
 
@@ -327,11 +328,12 @@ func metaLine(r *result.Result) string {
 // bothTimes is a wall-clock duration with its Talos time beside it, labelled,
 // when they differ: "12.3s wall (12m18s Talos)".
 func bothTimes(ms int64, scale float64) string {
-	if scale == 0 || scale == 1 {
+	clk := clock.New(scale)
+	if clk.Scale() == 1 {
 		return fmtDuration(ms)
 	}
 
-	return fmt.Sprintf("%s wall (%s Talos)", fmtDuration(ms), fmtDuration(int64(float64(ms)*scale)))
+	return fmt.Sprintf("%s wall (%s Talos)", fmtDuration(ms), fmtDuration(clk.TalosMs(ms)))
 }
 
 func replayCmd(r *result.Result) string {

@@ -17,7 +17,7 @@ const bootTimeout = 70 * time.Minute
 // seconds and reboots. After the reboot etcd joins again if its data
 // directory is empty.
 func (n *Node) watchBoot(ctx context.Context) {
-	deadline := time.Now().Add(n.c.d(bootTimeout))
+	deadline := time.Now().Add(n.c.clock.Wall(bootTimeout))
 
 	for !n.servicesUp() {
 		left := time.Until(deadline)
@@ -25,7 +25,7 @@ func (n *Node) watchBoot(ctx context.Context) {
 			break
 		}
 
-		if !n.sleep(ctx, min(n.c.d(15*time.Second), left)) {
+		if !n.sleep(ctx, min(n.c.clock.Wall(15*time.Second), left)) {
 			return
 		}
 	}
@@ -46,7 +46,7 @@ func (n *Node) watchBoot(ctx context.Context) {
 	for i := 10; i >= 0; i-- {
 		n.machined.Printf("rebooting in %d seconds", i)
 
-		if !n.sleep(ctx, n.c.d(time.Second)) {
+		if !n.sleep(ctx, n.c.clock.Wall(time.Second)) {
 			return
 		}
 	}

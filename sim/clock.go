@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/talchaos/talchaos/fakes/talosapi"
+	"github.com/talchaos/talchaos/harness/clock"
 	"github.com/talchaos/talchaos/harness/scenario"
 	"github.com/talchaos/talchaos/harness/target"
 )
@@ -20,32 +21,31 @@ const (
 	electionFactor = etcdElection / etcdHeartbeat
 )
 
-// etcdTick is the heartbeat interval embedded members run with at scale.
-func etcdTick(scale float64) time.Duration {
-	return max(time.Duration(float64(etcdHeartbeat)/scale), etcdTickFloor)
+// etcdTick is the heartbeat interval embedded members run with at clk's scale.
+func etcdTick(clk clock.Clock) time.Duration {
+	return clk.WallAtLeast(etcdHeartbeat, etcdTickFloor)
 }
 
 // ClockFloorsAt lists the Talos-time intervals the sim cannot scale all the way
 // at scale, with what they last in Talos time instead; only those that bind.
 func ClockFloorsAt(scale float64) []target.ClockFloor {
-	talos := func(wall time.Duration) time.Duration { return time.Duration(float64(wall) * scale) }
+	clk := clock.New(scale)
 	p := baseProfile()
 
 	var out []target.ClockFloor
 
-	add := func(what string, real, wall time.Duration) {
-		if modelled := talos(wall); modelled > real {
-			out = append(out, target.ClockFloor{What: what, Talos: real, Modelled: modelled.Round(time.Millisecond)})
+	add := func(what string, talos, floor time.Duration) {
+		if f, ok := clk.Floored(what, talos, floor); ok {
+			out = append(out, target.ClockFloor{What: f.What, Talos: f.Talos, Modelled: f.Modelled})
 		}
 	}
 
-	tick := etcdTick(scale)
-	add("etcd heartbeat interval", etcdHeartbeat, tick)
-	add("etcd election timeout", etcdElection, electionFactor*tick)
-	add("etcd health check timeout", p.HealthTimeout, max(time.Duration(float64(p.HealthTimeout)/scale), etcdOpFloor))
-	add("etcd join attempt deadline", p.JoinAttemptTimeout, max(time.Duration(float64(p.JoinAttemptTimeout)/scale), joinAttemptFloor))
-	add("etcd client dial timeout", p.EtcdDialTimeout, max(time.Duration(float64(p.EtcdDialTimeout)/scale), minTimeout))
-	add("apid connect timeout to a peer node", 20*time.Second, max(time.Duration(float64(20*time.Second)/scale), talosapi.ConnectFloor))
+	add("etcd heartbeat interval", etcdHeartbeat, etcdTickFloor)
+	add("etcd election timeout", etcdElection, electionFactor*etcdTickFloor)
+	add("etcd health check timeout", p.HealthTimeout, etcdOpFloor)
+	add("etcd join attempt deadline", p.JoinAttemptTimeout, joinAttemptFloor)
+	add("etcd client dial timeout", p.EtcdDialTimeout, minTimeout)
+	add("apid connect timeout to a peer node", talosapi.PeerConnectTimeout, talosapi.ConnectFloor)
 
 	return out
 }

@@ -3,6 +3,8 @@ package sim
 import (
 	"testing"
 	"time"
+
+	"github.com/talchaos/talchaos/harness/clock"
 )
 
 // etcd's raft timers follow the run's scale down to the floor, and the floors
@@ -33,7 +35,7 @@ func TestClockScalingAndFloors(t *testing.T) {
 			tc.floors["etcd join attempt deadline"] = join
 		}
 
-		tick := etcdTick(tc.scale)
+		tick := etcdTick(clock.New(tc.scale))
 		if tick != tc.tick || electionFactor*tick != tc.election {
 			t.Errorf("scale %g: tick %s election %s, want %s %s", tc.scale, tick, electionFactor*tick, tc.tick, tc.election)
 		}

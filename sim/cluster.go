@@ -37,6 +37,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/talchaos/talchaos/fakes/talosapi"
+	"github.com/talchaos/talchaos/harness/clock"
 	"github.com/talchaos/talchaos/harness/scenario"
 	"github.com/talchaos/talchaos/harness/scratch"
 	"github.com/talchaos/talchaos/harness/target"
@@ -59,7 +60,7 @@ type Cluster struct {
 
 	sc      *scenario.Scenario
 	profile Profile
-	scale   float64
+	clock   clock.Clock
 	seed    int64
 	block   int
 	claim   net.Listener // holds the loopback block for this cluster
@@ -107,7 +108,7 @@ func NewClusterWith(ctx context.Context, sc *scenario.Scenario, seed int64, opts
 
 	scale := Scale(sc)
 
-	c := &Cluster{sc: sc, profile: profile, scale: scale, seed: seed, configs: map[string][]byte{}}
+	c := &Cluster{sc: sc, profile: profile, clock: clock.New(scale), seed: seed, configs: map[string][]byte{}}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 
 	defer func() {
@@ -162,7 +163,7 @@ func NewClusterWith(ctx context.Context, sc *scenario.Scenario, seed int64, opts
 	// returns, as lab VMs are when a bootstrap procedure starts; late ones boot
 	// in the background.
 	for _, n := range c.nodes {
-		delay := c.d(n.override.BootDelay.Duration)
+		delay := c.clock.Wall(n.override.BootDelay.Duration)
 		if delay == 0 {
 			if err = n.boot(); err != nil {
 				return nil, fmt.Errorf("node %s: boot: %w", n.name, err)
@@ -384,8 +385,8 @@ func (c *Cluster) newNode(ip, name string) (*Node, error) {
 		Version: c.profile.Version,
 		Router:  c,
 		// trustd on the control planes signs workers' API certificates with the OS CA.
-		TrustdCA:  c.bundle.Certs.OS,
-		TimeScale: c.scale,
+		TrustdCA: c.bundle.Certs.OS,
+		Wall:     c.clock.Wall,
 	})
 	if err != nil {
 		return nil, err
@@ -462,14 +463,10 @@ func (c *Cluster) discoveredEndpoints() ([]string, error) {
 	return out, nil
 }
 
-// d converts a Talos-time duration to wall-clock time.
-func (c *Cluster) d(talos time.Duration) time.Duration {
-	return time.Duration(float64(talos) / c.scale)
-}
-
-// timeout is d with a floor, for client deadlines.
+// timeout is a Talos-time deadline in wall time with a floor, for client
+// deadlines.
 func (c *Cluster) timeout(talos time.Duration) time.Duration {
-	return max(c.d(talos), minTimeout)
+	return c.clock.WallAtLeast(talos, minTimeout)
 }
 
 // etcdOpFloor bounds from below the scaled deadlines of calls that wait for
@@ -480,9 +477,9 @@ func (c *Cluster) timeout(talos time.Duration) time.Duration {
 // see. A join attempt has its own, higher under the race detector (race.go).
 const etcdOpFloor = 2 * time.Second
 
-// etcdTimeout is d with the etcdOpFloor.
+// etcdTimeout is a Talos-time deadline in wall time with the etcdOpFloor.
 func (c *Cluster) etcdTimeout(talos time.Duration) time.Duration {
-	return max(c.d(talos), etcdOpFloor)
+	return c.clock.WallAtLeast(talos, etcdOpFloor)
 }
 
 func (c *Cluster) goNode(f func()) {
@@ -516,7 +513,7 @@ func (c *Cluster) Nodes() []target.Node {
 func (c *Cluster) Talosconfig() *clientconfig.Config { return c.talosconfig }
 
 // TimeScale is how much faster than real time the nodes' Talos timers run.
-func (c *Cluster) TimeScale() float64 { return c.scale }
+func (c *Cluster) TimeScale() float64 { return c.clock.Scale() }
 
 // Dir is the cluster's scratch directory (data dirs, PKI), removed by Close.
 func (c *Cluster) Dir() string { return c.dir }

@@ -82,7 +82,7 @@ func (n *Node) etcdMain(ctx context.Context, run *etcdRun) error {
 	// PreFunc: pull the image, then decide how etcd starts. A stop cancels
 	// PreFunc's context: the service fails with what PreFunc returned
 	// (service_runner.go Run), it does not finish.
-	if !n.sleep(ctx, n.c.d(n.override.EtcdImagePull.Duration)) {
+	if !n.sleep(ctx, n.c.clock.Wall(n.override.EtcdImagePull.Duration)) {
 		return fmt.Errorf("failed to run pre stage: failed to pull image %q: %w", n.c.profile.EtcdImage, context.Canceled)
 	}
 
@@ -111,7 +111,7 @@ func (n *Node) etcdMain(ctx context.Context, run *etcdRun) error {
 
 	// restart.Forever around the container runner.
 	for {
-		if !n.sleep(ctx, n.c.d(n.override.EtcdStartDelay.Duration)) {
+		if !n.sleep(ctx, n.c.clock.Wall(n.override.EtcdStartDelay.Duration)) {
 			return nil
 		}
 
@@ -122,7 +122,7 @@ func (n *Node) etcdMain(ctx context.Context, run *etcdRun) error {
 
 		svc.update(stateWaiting, "Error running Containerd(etcd), going to restart forever: %s", err)
 
-		if !n.sleep(ctx, n.c.d(n.c.profile.RestartInterval)) {
+		if !n.sleep(ctx, n.c.clock.Wall(n.c.profile.RestartInterval)) {
 			svc.update(stateStopping, "Aborting restart sequence")
 
 			return nil
@@ -156,7 +156,7 @@ var kubeletWaits = []string{
 // second (WaitConditionCheckInterval). The whole wait is the profile's
 // ServiceWait. It reports false when the service was stopped meanwhile.
 func (n *Node) waitConditions(ctx context.Context, svc *service, steps []string) bool {
-	step := n.c.d(n.c.profile.ServiceWait) / time.Duration(len(steps))
+	step := n.c.clock.Wall(n.c.profile.ServiceWait) / time.Duration(len(steps))
 	last := ""
 
 	for _, desc := range steps {
@@ -217,20 +217,20 @@ func (n *Node) buildInitialCluster(ctx context.Context) (etcdStartArgs, error) {
 	p := n.c.profile
 
 	err := retryLoop{
-		total:    n.c.d(p.JoinTimeout),
-		interval: n.c.d(p.JoinInterval),
-		jitter:   n.c.d(p.JoinJitter),
+		total:    n.c.clock.Wall(p.JoinTimeout),
+		interval: n.c.clock.Wall(p.JoinInterval),
+		jitter:   n.c.clock.Wall(p.JoinJitter),
 		logf:     n.machined.Printf,
 		rng:      n.rng("join"),
 	}.run(ctx, func(ctx context.Context) error {
-		if time.Since(lastNag) > n.c.d(p.JoinNagInterval) {
+		if time.Since(lastNag) > n.c.clock.Wall(p.JoinNagInterval) {
 			lastNag = time.Now()
 
 			n.machined.Printf("etcd is waiting to join the cluster, if this node is the first node in the cluster, please run `talosctl bootstrap` against one of the following IPs:")
 			n.machined.Printf("[%s]", n.ip)
 		}
 
-		attemptCtx, cancel := context.WithTimeout(ctx, max(n.c.d(p.JoinAttemptTimeout), joinAttemptFloor))
+		attemptCtx, cancel := context.WithTimeout(ctx, n.c.clock.WallAtLeast(p.JoinAttemptTimeout, joinAttemptFloor))
 		defer cancel()
 
 		list, id, err := n.addMember(attemptCtx)
@@ -331,9 +331,9 @@ func (n *Node) promoteLoop(ctx context.Context, memberID uint64, voterClientURLs
 	idx := 0
 
 	err := retryLoop{
-		total:          n.c.d(p.PromoteWindow),
-		interval:       n.c.d(p.PromoteInterval),
-		jitter:         n.c.d(p.PromoteJitter),
+		total:          n.c.clock.Wall(p.PromoteWindow),
+		interval:       n.c.clock.Wall(p.PromoteInterval),
+		jitter:         n.c.clock.Wall(p.PromoteJitter),
 		attemptTimeout: n.c.timeout(p.PromoteAttemptTimeout),
 		logf:           n.machined.Printf,
 		rng:            n.rng("promote"),
@@ -439,7 +439,7 @@ func (n *Node) attemptPromote(ctx context.Context, endpoint string, memberID uin
 func (n *Node) healthLoop(ctx context.Context, svc *service) {
 	p := n.c.profile
 
-	if !n.sleep(ctx, n.c.d(p.HealthInitialDelay)) {
+	if !n.sleep(ctx, n.c.clock.Wall(p.HealthInitialDelay)) {
 		return
 	}
 
@@ -454,7 +454,7 @@ func (n *Node) healthLoop(ctx context.Context, svc *service) {
 
 	// A ticker, as health.Run's: checks start every period, however long
 	// each took (a check longer than the period skips a tick).
-	ticker := time.NewTicker(n.c.d(p.HealthPeriod))
+	ticker := time.NewTicker(n.c.clock.Wall(p.HealthPeriod))
 	defer ticker.Stop()
 
 	for {

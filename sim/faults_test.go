@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/talchaos/talchaos/harness/chaos"
+	"github.com/talchaos/talchaos/harness/clock"
 	"github.com/talchaos/talchaos/harness/scenario"
 	"github.com/talchaos/talchaos/harness/talosclient"
 	"github.com/talchaos/talchaos/harness/target"
@@ -85,7 +86,7 @@ func inject(t *testing.T, ctx context.Context, c *sim.Cluster, k chaos.Kind) tar
 
 	injected.Store(k.Kind(), true)
 
-	heal, err := k.Inject(ctx, &chaos.Env{Cluster: c, Scale: 60, Seed: 1})
+	heal, err := k.Inject(ctx, &chaos.Env{Cluster: c, Clock: clock.New(60), Seed: 1})
 	if err != nil {
 		t.Fatalf("inject %s: %v", k.Kind(), err)
 	}
@@ -497,7 +498,7 @@ func TestNetworkAndProcessFaults(t *testing.T) {
 		// etcd refuses to remove a member not connected for 5 s (the wipe just
 		// made cp3 a new member): retried as an operator would.
 		eventually(t, time.Minute, func() error {
-			_, err := chaos.RemoveMember{Node: "cp3"}.Inject(ctx, &chaos.Env{Cluster: c, Scale: 60, Seed: 1})
+			_, err := chaos.RemoveMember{Node: "cp3"}.Inject(ctx, &chaos.Env{Cluster: c, Clock: clock.New(60), Seed: 1})
 
 			return err
 		})

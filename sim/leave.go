@@ -20,7 +20,7 @@ const localMemberWait = 3 * time.Minute
 // LocalMemberID implements talosapi.Backend: the ID of the member this node
 // runs, once its etcd has started (up to three Talos minutes).
 func (n *Node) LocalMemberID(ctx context.Context) (uint64, error) {
-	ctx, cancel := context.WithTimeout(ctx, n.c.d(localMemberWait))
+	ctx, cancel := context.WithTimeout(ctx, n.c.clock.Wall(localMemberWait))
 	defer cancel()
 
 	for {
@@ -35,7 +35,7 @@ func (n *Node) LocalMemberID(ctx context.Context) (uint64, error) {
 		select {
 		case <-ctx.Done():
 			return 0, fmt.Errorf("failed to get local etcd member ID: %w", ctx.Err())
-		case <-time.After(n.c.d(time.Second)):
+		case <-time.After(n.c.clock.Wall(time.Second)):
 		}
 	}
 }
@@ -51,7 +51,7 @@ func (n *Node) LeaveEtcd(ctx context.Context, client *clientv3.Client) error {
 		return err
 	}
 
-	err = retry.Constant(n.c.d(5*time.Minute), retry.WithUnits(n.c.d(10*time.Second))).RetryWithContext(ctx, func(ctx context.Context) error {
+	err = retry.Constant(n.c.clock.Wall(5*time.Minute), retry.WithUnits(n.c.clock.Wall(10*time.Second))).RetryWithContext(ctx, func(ctx context.Context) error {
 		_, err := client.MemberRemove(ctx, id)
 		if err == nil {
 			return nil

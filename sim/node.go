@@ -155,7 +155,7 @@ func (n *Node) AcceptConfig(cfg config.Provider) {
 			n.mu.Unlock()
 		}()
 
-		if !n.sleep(ctx, n.c.d(n.c.profile.LeaveMaintenance)) {
+		if !n.sleep(ctx, n.c.clock.Wall(n.c.profile.LeaveMaintenance)) {
 			return
 		}
 
@@ -218,7 +218,7 @@ func (n *Node) TryConfig(cfg config.Provider, timeout time.Duration) error {
 	}
 
 	n.cfg = cfg
-	n.rollback = time.AfterFunc(n.c.d(timeout), func() {
+	n.rollback = time.AfterFunc(n.c.clock.Wall(timeout), func() {
 		if n.c.ctx.Err() != nil {
 			return
 		}
@@ -370,7 +370,7 @@ func (n *Node) Shutdown() error {
 // replyGrace lets the API reply go out before an API-triggered reboot or reset
 // takes the node down: Talos's sequences stop services first, apid last.
 func (n *Node) replyGrace() {
-	n.sleep(n.c.ctx, max(n.c.d(2*time.Second), 50*time.Millisecond))
+	n.sleep(n.c.ctx, n.c.clock.WallAtLeast(2*time.Second, 50*time.Millisecond))
 }
 
 // Reset implements talosapi.Backend. A graceful reset leaves etcd first; a
@@ -511,7 +511,7 @@ func (n *Node) powerCycle(wipe wipeMode, graceful, halt, cut bool) {
 	select {
 	case <-n.c.ctx.Done():
 		return
-	case <-time.After(n.c.d(n.c.profile.RebootDuration)):
+	case <-time.After(n.c.clock.Wall(n.c.profile.RebootDuration)):
 	}
 
 	if err := n.boot(); err != nil {
@@ -614,7 +614,7 @@ func (n *Node) startServices() {
 	// Bootstrap is allowed once CRI is up (Runtime.IsBootstrapAllowed,
 	// v1alpha1_runtime.go), which is what the services wait for last.
 	n.goBoot(func() {
-		if n.sleep(ctx, n.c.d(n.c.profile.ServiceWait)) {
+		if n.sleep(ctx, n.c.clock.Wall(n.c.profile.ServiceWait)) {
 			n.mu.Lock()
 			n.bootAllowed = true
 			n.mu.Unlock()
@@ -668,7 +668,7 @@ func (n *Node) runKubelet(ctx context.Context, svc *service) {
 	svc.update(stateRunning, "Started task kubelet (PID %d) for container kubelet", pid)
 	svc.initHealth()
 
-	if n.sleep(ctx, n.c.d(n.c.profile.HealthInitialDelay)) {
+	if n.sleep(ctx, n.c.clock.Wall(n.c.profile.HealthInitialDelay)) {
 		svc.setHealth(true, "")
 	}
 
@@ -837,7 +837,7 @@ func (n *Node) embedConfig(args etcdStartArgs, out io.Writer) (*embed.Config, er
 
 	// etcd's raft timers scaled with the run, down to a floor (clock.go); no
 	// fsync: the data dir is scratch.
-	tick := etcdTick(n.c.scale)
+	tick := etcdTick(n.c.clock)
 	cfg.TickMs = uint(tick.Milliseconds())
 	cfg.ElectionMs = uint((electionFactor * tick).Milliseconds())
 	cfg.UnsafeNoFsync = true

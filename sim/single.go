@@ -16,6 +16,7 @@ import (
 	"github.com/siderolabs/talos/pkg/machinery/config/configloader"
 	"github.com/siderolabs/talos/pkg/machinery/config/generate/secrets"
 
+	"github.com/talchaos/talchaos/harness/clock"
 	"github.com/talchaos/talchaos/harness/scenario"
 	"github.com/talchaos/talchaos/harness/scratch"
 )
@@ -73,7 +74,7 @@ func NewNodeProcess(ctx context.Context, spec NodeSpec) (_ *Cluster, err error) 
 	}
 
 	c := &Cluster{
-		sc: sc, profile: profile, scale: scale, seed: spec.Seed, configs: map[string][]byte{},
+		sc: sc, profile: profile, clock: clock.New(scale), seed: spec.Seed, configs: map[string][]byte{},
 		dir: spec.Dir, keepDir: true, bundle: spec.Bundle, peers: spec.Nodes, single: true,
 		discovery: &discoveryClient{base: spec.Discovery},
 	}

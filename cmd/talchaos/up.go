@@ -17,6 +17,7 @@ import (
 
 	"github.com/talchaos/talchaos/harness"
 	"github.com/talchaos/talchaos/harness/chaos"
+	"github.com/talchaos/talchaos/harness/clock"
 	"github.com/talchaos/talchaos/harness/eventlog"
 	"github.com/talchaos/talchaos/harness/orchestrator"
 	"github.com/talchaos/talchaos/harness/real"
@@ -238,7 +239,7 @@ func runUp(cmd *cobra.Command, opts upOptions) error {
 		log.OnEvent(reports.Progress(out, false))
 
 		env := &orchestrator.Env{
-			Nodes: cluster.Nodes(), Talosconfig: cluster.Talosconfig(), BootstrapNode: sc.Orchestrator.BootstrapNode, Log: log, Scale: sc.TimeScale,
+			Nodes: cluster.Nodes(), Talosconfig: cluster.Talosconfig(), BootstrapNode: sc.Orchestrator.BootstrapNode, Log: log, Clock: clock.New(sc.TimeScale),
 			Destructive: true, // simulated nodes
 		}
 

@@ -37,8 +37,12 @@ type Router interface {
 type peers struct {
 	mu    sync.Mutex
 	conns map[string]*grpc.ClientConn
-	scale float64 // Talos seconds per wall second
+	wall  func(talos time.Duration) time.Duration // the run's clock (nil: real time)
 }
+
+// PeerConnectTimeout is apid's minimum connect timeout to a peer node, in
+// Talos time.
+const PeerConnectTimeout = 20 * time.Second
 
 // ConnectFloor bounds from below the scaled connect timeout: a TLS handshake
 // over loopback on a loaded machine must not count as an unreachable peer.
@@ -49,17 +53,15 @@ const ConnectFloor = 2 * time.Second
 // backoff with its delay capped at 15 s instead of 2 minutes, and a 20 s
 // minimum connect timeout, all in Talos time.
 func (p *peers) connectParams() grpc.ConnectParams {
-	scale := p.scale
-	if scale <= 0 {
-		scale = 1
+	d := p.wall
+	if d == nil {
+		d = func(talos time.Duration) time.Duration { return talos }
 	}
-
-	d := func(talos time.Duration) time.Duration { return time.Duration(float64(talos) / scale) }
 
 	b := backoff.DefaultConfig
 	b.BaseDelay, b.MaxDelay = d(b.BaseDelay), d(15*time.Second)
 
-	return grpc.ConnectParams{Backoff: b, MinConnectTimeout: max(d(20*time.Second), ConnectFloor)}
+	return grpc.ConnectParams{Backoff: b, MinConnectTimeout: max(d(PeerConnectTimeout), ConnectFloor)}
 }
 
 func (p *peers) get(endpoint string, tlsConf *tls.Config) (*grpc.ClientConn, error) {

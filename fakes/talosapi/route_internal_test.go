@@ -18,7 +18,12 @@ func TestPeerConnectParamsScale(t *testing.T) {
 		{10, 100 * time.Millisecond, 1500 * time.Millisecond, 2 * time.Second},
 		{60, time.Second / 60, 250 * time.Millisecond, ConnectFloor},
 	} {
-		p := (&peers{scale: tc.scale}).connectParams()
+		var wall func(time.Duration) time.Duration
+		if tc.scale > 0 {
+			wall = func(talos time.Duration) time.Duration { return time.Duration(float64(talos) / tc.scale) }
+		}
+
+		p := (&peers{wall: wall}).connectParams()
 		if p.Backoff.BaseDelay != tc.base || p.Backoff.MaxDelay != tc.max || p.MinConnectTimeout != tc.minConnx || p.Backoff.Multiplier != 1.6 {
 			t.Errorf("scale %g: %+v, want base %s max %s min connect %s", tc.scale, p, tc.base, tc.max, tc.minConnx)
 		}

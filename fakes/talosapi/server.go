@@ -42,9 +42,10 @@ type Options struct {
 	// TrustdCA signs the API certificate of nodes whose config holds no OS CA
 	// key (workers), as trustd on the control planes does.
 	TrustdCA *x509.PEMEncodedCertificateAndKey
-	// TimeScale is Talos seconds per wall second for the API's own timers
-	// (apid's reconnect backoff to its peers); 0 is real time.
-	TimeScale float64
+	// Wall is how long a Talos-time span of the API's own timers (apid's
+	// reconnect backoff to its peers) lasts on the wall clock: the run's
+	// clock; nil is real time.
+	Wall func(talos time.Duration) time.Duration
 }
 
 // Server is one node's Talos API.
@@ -89,7 +90,7 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("maintenance certificate: %w", err)
 	}
 
-	return &Server{opts: opts, maintCert: *kp.Certificate, peers: peers{scale: opts.TimeScale}}, nil
+	return &Server{opts: opts, maintCert: *kp.Certificate, peers: peers{wall: opts.Wall}}, nil
 }
 
 // SetHook installs (or with nil removes) the fault hook.

@@ -20,6 +20,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/talchaos/talchaos/harness/clock"
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
@@ -40,6 +41,8 @@ func bareFormation(ctx context.Context, dir string, n int, scale float64, seed u
 		return 0, err
 	}
 
+	clk := clock.New(scale)
+
 	rng := mrand.New(mrand.NewPCG(seed, 0xf1004)) //nolint:gosec // jitter
 	var rngMu sync.Mutex
 
@@ -47,7 +50,7 @@ func bareFormation(ctx context.Context, dir string, n int, scale float64, seed u
 		rngMu.Lock()
 		defer rngMu.Unlock()
 
-		return time.Duration(float64(d+time.Duration(rng.Int64N(int64(jitter)))) / scale)
+		return clk.Wall(d + time.Duration(rng.Int64N(int64(jitter))))
 	}
 
 	type member struct {
@@ -144,7 +147,7 @@ func bareFormation(ctx context.Context, dir string, n int, scale float64, seed u
 				var resp *clientv3.MemberAddResponse
 
 				for {
-					attempt, cancel := context.WithTimeout(ctx, max(time.Duration(float64(30*time.Second)/scale), etcdOpFloor))
+					attempt, cancel := context.WithTimeout(ctx, clk.WallAtLeast(30*time.Second, etcdOpFloor))
 					r, err := cli.MemberAddAsLearner(attempt, []string{m.peerURL.String()})
 					cancel()
 
@@ -187,7 +190,7 @@ func bareFormation(ctx context.Context, dir string, n int, scale float64, seed u
 				}
 
 				for {
-					attempt, cancel := context.WithTimeout(ctx, max(time.Duration(float64(30*time.Second)/scale), minTimeout))
+					attempt, cancel := context.WithTimeout(ctx, clk.WallAtLeast(30*time.Second, minTimeout))
 					_, err := cli.MemberPromote(attempt, resp.Member.ID)
 					cancel()
 

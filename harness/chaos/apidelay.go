@@ -38,6 +38,6 @@ func (k APIDelay) Validate(c *scenario.FaultCheck) {
 
 func (k APIDelay) Inject(ctx context.Context, env *Env) (target.Heal, error) {
 	return intercept(ctx, env, k.Node, target.APIFault{
-		RPC: string(k.RPC), Mode: target.APIDelay, Delay: k.Delay.Real(env.Scale), Count: k.Count,
+		RPC: string(k.RPC), Mode: target.APIDelay, Delay: env.Clock.Wall(k.Delay.Duration), Count: k.Count,
 	})
 }

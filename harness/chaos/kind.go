@@ -19,6 +19,7 @@ import (
 	"reflect"
 	"slices"
 
+	"github.com/talchaos/talchaos/harness/clock"
 	"github.com/talchaos/talchaos/harness/history"
 	"github.com/talchaos/talchaos/harness/judge"
 	"github.com/talchaos/talchaos/harness/scenario"
@@ -76,9 +77,9 @@ var Kinds = []Kind{
 // Env is what a fault gets when it is injected.
 type Env struct {
 	Cluster target.Cluster
-	// Scale divides Talos-time parameters (an api-delay's delay) into wall
+	// Clock turns Talos-time parameters (an api-delay's delay) into wall
 	// time; network parameters are real time and never scaled.
-	Scale float64
+	Clock clock.Clock
 	// Seed is the fault's own random stream (a latency's jitter), drawn from
 	// the run's seed.
 	Seed uint64

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/talchaos/talchaos/harness/clock"
 	"github.com/talchaos/talchaos/harness/eventlog"
 	"github.com/talchaos/talchaos/harness/history"
 	"github.com/talchaos/talchaos/harness/result"
@@ -191,7 +192,7 @@ type Schedule struct {
 	cluster target.Cluster
 	log     *eventlog.Log
 	rec     *history.Recorder
-	scale   float64
+	clock   clock.Clock
 
 	mu      sync.Mutex
 	records []*result.Fault
@@ -200,8 +201,8 @@ type Schedule struct {
 }
 
 // NewSchedule prepares the run of the planned faults.
-func NewSchedule(planned []Planned, cluster target.Cluster, log *eventlog.Log, rec *history.Recorder, scale float64) *Schedule {
-	s := &Schedule{planned: planned, cluster: cluster, log: log, rec: rec, scale: scale, heals: map[int]target.Heal{}}
+func NewSchedule(planned []Planned, cluster target.Cluster, log *eventlog.Log, rec *history.Recorder, clk clock.Clock) *Schedule {
+	s := &Schedule{planned: planned, cluster: cluster, log: log, rec: rec, clock: clk, heals: map[int]target.Heal{}}
 
 	for _, p := range planned {
 		s.records = append(s.records, &result.Fault{
@@ -212,7 +213,7 @@ func NewSchedule(planned []Planned, cluster target.Cluster, log *eventlog.Log, r
 	return s
 }
 
-func (s *Schedule) real(d scenario.Duration) time.Duration { return d.Real(s.scale) }
+func (s *Schedule) real(d scenario.Duration) time.Duration { return s.clock.Wall(d.Duration) }
 
 // Run starts each fault when its trigger fires and heals it when its duration
 // ends. Observations drive state triggers. It returns when ctx ends; Stop heals
@@ -320,7 +321,7 @@ func (s *Schedule) start(ctx context.Context, i int) {
 	p := s.planned[i]
 	rec := s.records[i]
 
-	heal, err := p.Kind.Inject(ctx, &Env{Cluster: s.cluster, Scale: s.scale, Seed: p.Seed})
+	heal, err := p.Kind.Inject(ctx, &Env{Cluster: s.cluster, Clock: s.clock, Seed: p.Seed})
 
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -9,6 +9,7 @@ import (
 	clientconfig "github.com/siderolabs/talos/pkg/machinery/client/config"
 	"google.golang.org/grpc"
 
+	"github.com/talchaos/talchaos/harness/clock"
 	"github.com/talchaos/talchaos/harness/eventlog"
 	"github.com/talchaos/talchaos/harness/history"
 	"github.com/talchaos/talchaos/harness/judge"
@@ -60,12 +61,7 @@ func Examine(ctx context.Context, cfg *clientconfig.Config, addresses []string, 
 		hn[i] = history.Node{Name: n.Name, Role: n.Role, Address: n.Address}
 	}
 
-	scale := opts.TimeScale
-	if scale <= 0 {
-		scale = 1
-	}
-
-	rec := history.NewRecorder(start, scale, hn)
+	rec := history.NewRecorder(start, clock.New(opts.TimeScale), hn)
 
 	o, err := NewObserver(ctx, nodes, cfg, eventlog.New(), rec, 0)
 	if err != nil {

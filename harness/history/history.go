@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/talchaos/talchaos/harness/clock"
 	"github.com/talchaos/talchaos/harness/target"
 )
 
@@ -127,6 +128,7 @@ type Log struct {
 // A nil Recorder records nothing (an orchestrator run outside a scenario).
 type Recorder struct {
 	start time.Time
+	clock clock.Clock
 
 	mu      sync.Mutex
 	h       History
@@ -138,12 +140,8 @@ type Recorder struct {
 }
 
 // NewRecorder starts a history whose offsets count from start.
-func NewRecorder(start time.Time, scale float64, nodes []Node) *Recorder {
-	if scale <= 0 {
-		scale = 1
-	}
-
-	return &Recorder{start: start, h: History{Start: start.UTC(), Scale: scale, Nodes: nodes}, last: map[string]*NodeObservation{}, lastAt: map[string]time.Duration{}}
+func NewRecorder(start time.Time, clk clock.Clock, nodes []Node) *Recorder {
+	return &Recorder{start: start, clock: clk, h: History{Start: start.UTC(), Scale: clk.Scale(), Nodes: nodes}, last: map[string]*NodeObservation{}, lastAt: map[string]time.Duration{}}
 }
 
 // SetScrubber makes every recorded text pass through f (secrets out).
@@ -169,7 +167,7 @@ func (r *Recorder) add(at time.Duration, e Entry) {
 	e.WallMs = at.Milliseconds()
 
 	r.mu.Lock()
-	e.TalosMs = int64(float64(e.WallMs) * r.h.Scale)
+	e.TalosMs = r.clock.TalosMs(e.WallMs)
 	r.h.Entries = append(r.h.Entries, e)
 	r.mu.Unlock()
 

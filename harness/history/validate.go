@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 
+	"github.com/talchaos/talchaos/harness/clock"
 	"github.com/talchaos/talchaos/harness/scenario"
 	"github.com/talchaos/talchaos/harness/strictjson"
 	"github.com/talchaos/talchaos/harness/target"
@@ -77,8 +78,8 @@ func (h *History) Check(p *strictjson.Problems, path string, known Known) {
 			p.Addf(strictjson.Key(ep, "wallMs"), "is %d: more than a run can last (%s)", e.WallMs, time.Duration(maxOffsetMs)*time.Millisecond)
 		case e.WallMs < prev:
 			p.Addf(strictjson.Key(ep, "wallMs"), "is %d, before the previous entry's %d: entries are in time order", e.WallMs, prev)
-		case scaleOK && e.TalosMs != int64(float64(e.WallMs)*h.Scale):
-			p.Addf(strictjson.Key(ep, "talosMs"), "is %d, but wallMs × scale is %d", e.TalosMs, int64(float64(e.WallMs)*h.Scale))
+		case scaleOK && e.TalosMs != clock.New(h.Scale).TalosMs(e.WallMs):
+			p.Addf(strictjson.Key(ep, "talosMs"), "is %d, but wallMs × scale is %d", e.TalosMs, clock.New(h.Scale).TalosMs(e.WallMs))
 		}
 
 		prev = max(prev, e.WallMs)

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/talchaos/talchaos/harness/clock"
 	"github.com/talchaos/talchaos/harness/result"
 	"github.com/talchaos/talchaos/harness/scenario"
 )
@@ -35,7 +36,7 @@ func TestChecks(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var failed []string
 
-			for _, c := range Checks(tc.exp, tc.out, tc.diags, 1) {
+			for _, c := range Checks(tc.exp, tc.out, tc.diags, clock.Real) {
 				if !c.Passed {
 					failed = append(failed, c.Name)
 				}
@@ -71,7 +72,7 @@ func TestJudgePromotions(t *testing.T) {
 		{"never promoted", scenario.ExpectedPromotion{Node: "cp3"}, false, "never promoted"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			checks := Checks(scenario.Expect{Promotions: []scenario.ExpectedPromotion{tc.want}}, out, nil, 60)
+			checks := Checks(scenario.Expect{Promotions: []scenario.ExpectedPromotion{tc.want}}, out, nil, clock.New(60))
 			if len(checks) != 1 || checks[0].Passed != tc.passed || checks[0].Actual != tc.actual {
 				t.Fatalf("checks %+v, want passed=%v actual=%q", checks, tc.passed, tc.actual)
 			}

@@ -25,10 +25,7 @@ var _ = register(Code{
 func etcdCrashLoop(ev *Evidence) []result.Diagnosis {
 	var out []result.Diagnosis
 
-	window := crashLoopWindow
-	if ev.Scale > 0 {
-		window = time.Duration(float64(crashLoopWindow) / ev.Scale)
-	}
+	window := ev.Clock.Wall(crashLoopWindow)
 
 	for _, node := range slices.Sorted(maps.Keys(ev.EtcdCrashes)) {
 		crashes := ev.EtcdCrashes[node]
@@ -57,7 +54,7 @@ func etcdCrashLoop(ev *Evidence) []result.Diagnosis {
 
 		out = append(out, diag("etcd-crash-loop", node,
 			fmt.Sprintf("%s's etcd exited and was restarted %d times within %s: its data does not fit the cluster, and restarting cannot fix that", node, most, crashLoopWindow),
-			fmt.Sprintf("etcd %s: %s (at %s)", last.State, last.Message, ev.talosTime(last.At)), ev.Now))
+			fmt.Sprintf("etcd %s: %s (at %s)", last.State, last.Message, ev.Clock.TalosString(last.At)), ev.Now))
 	}
 
 	return out

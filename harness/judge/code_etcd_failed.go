@@ -30,7 +30,7 @@ func etcdFailed(ev *Evidence) []result.Diagnosis {
 
 		out = append(out, diag("etcd-failed", node,
 			node+"'s etcd service failed; Talos starts it again only when the node boots again (a reboot, or 70 minutes into a boot that never completes)",
-			fmt.Sprintf("etcd Failed: %s (at %s)", s.Message, ev.talosTime(s.At)), ev.Now))
+			fmt.Sprintf("etcd Failed: %s (at %s)", s.Message, ev.Clock.TalosString(s.At)), ev.Now))
 	}
 
 	return out

@@ -26,7 +26,7 @@ func learnerNotPromoted(ev *Evidence) []result.Diagnosis {
 			continue
 		}
 
-		evidence := l.runningFor(ev) + ", promote window " + ev.talosTime(ev.PromoteWindow)
+		evidence := l.runningFor(ev) + ", promote window " + ev.Clock.TalosString(ev.PromoteWindow)
 		at := ev.Now
 
 		if l.hasFailed {

@@ -31,7 +31,7 @@ func learnerNotSynced(ev *Evidence) []result.Diagnosis {
 		}
 
 		first, last := refusals[0], refusals[len(refusals)-1]
-		if last.At-first.At < ev.talos(refusedLong) {
+		if last.At-first.At < ev.Clock.Wall(refusedLong) {
 			continue
 		}
 

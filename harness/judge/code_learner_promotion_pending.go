@@ -37,7 +37,7 @@ func learnerPromotionPending(ev *Evidence) []result.Diagnosis {
 		switch {
 		case l.known:
 			msg = fmt.Sprintf("member %s (%s) is still a learner, %s into its %s promote window: Talos may still promote it, and gives up in %s",
-				l.member.IDString(), l.member.Hostname, ev.talosTime(l.age), ev.talosTime(ev.PromoteWindow), ev.talosTime(ev.PromoteWindow-l.age))
+				l.member.IDString(), l.member.Hostname, ev.Clock.TalosString(l.age), ev.Clock.TalosString(ev.PromoteWindow), ev.Clock.TalosString(ev.PromoteWindow-l.age))
 
 			if !l.started.IsZero() && !l.seen {
 				msg += fmt.Sprintf(" (at %s by the node's clock)", l.started.Add(ev.PromoteWindow).UTC().Format(time.RFC3339))

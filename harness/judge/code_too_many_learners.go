@@ -40,7 +40,7 @@ func tooManyLearners(ev *Evidence) []result.Diagnosis {
 			// not a stuck slot. The slot was stuck when the learner holding
 			// it was never promoted but removed, or wiped, to free it.
 			blocked, by, promoted := ev.slotTaken(n.Name, line.At)
-			if blocked < ev.talos(blockedLong) || promoted {
+			if blocked < ev.Clock.Wall(blockedLong) || promoted {
 				continue
 			}
 

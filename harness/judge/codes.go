@@ -69,7 +69,7 @@ func LookupCode(name string) (Code, bool) {
 // Diagnose runs every code on the evidence of a history.
 func Diagnose(ev *Evidence) []result.Diagnosis {
 	if ev.PromoteWindow <= 0 {
-		ev.PromoteWindow = ev.talos(talosPromoteWindow)
+		ev.PromoteWindow = ev.Clock.Wall(talosPromoteWindow)
 	}
 
 	out := []result.Diagnosis{}

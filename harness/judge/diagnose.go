@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/talchaos/talchaos/harness/clock"
 	"github.com/talchaos/talchaos/harness/history"
 	"github.com/talchaos/talchaos/harness/result"
 	"github.com/talchaos/talchaos/harness/target"
@@ -39,8 +40,8 @@ type Evidence struct {
 	PromoteWindow time.Duration
 	// Now is the offset of the final observation.
 	Now time.Duration
-	// Scale is the run's time scale (Talos time / wall-clock time).
-	Scale float64
+	// Clock is the run's time scale (Talos time / wall-clock time).
+	Clock clock.Clock
 	// Snapshot is set for one look at a live cluster (the doctor): there is
 	// no timeline of the run, only the nodes' own clocks.
 	Snapshot bool
@@ -103,24 +104,6 @@ func (ev *Evidence) PromotedAt(node string) (time.Duration, bool) {
 
 // talosPromoteWindow is Talos's promote loop budget on every line (TALOS-FIDELITY.md §1).
 const talosPromoteWindow = 10 * time.Minute
-
-// talosTime prints a wall-clock duration of the run in Talos time.
-func (ev *Evidence) talosTime(d time.Duration) string {
-	if ev.Scale > 0 {
-		d = time.Duration(float64(d) * ev.Scale)
-	}
-
-	return max(d, 0).Round(time.Second).String()
-}
-
-// talos converts a Talos-time duration to the run's wall-clock time.
-func (ev *Evidence) talos(d time.Duration) time.Duration {
-	if ev.Scale <= 0 {
-		return d
-	}
-
-	return time.Duration(float64(d) / ev.Scale)
-}
 
 // firstLine finds the node's first log line containing substr.
 // firstLineAfter is node's first machined line holding substr at or after at.
@@ -212,11 +195,11 @@ func seconds(d time.Duration) string { return fmt.Sprintf("%.1fs", d.Seconds()) 
 // Talos time, with the wall-clock time beside it when they differ
 // ("8m24s Talos (8.4s wall)").
 func (ev *Evidence) span(d time.Duration) string {
-	if ev.Scale <= 1 {
+	if ev.Clock.Scale() <= 1 {
 		return seconds(d)
 	}
 
-	return ev.talosTime(d) + " Talos (" + seconds(d) + " wall)"
+	return ev.Clock.TalosString(d) + " Talos (" + seconds(d) + " wall)"
 }
 
 func contains(list []string, s string) bool { return slices.Contains(list, s) }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/talchaos/talchaos/harness/clock"
 	"github.com/talchaos/talchaos/harness/history"
 )
 
@@ -20,11 +21,6 @@ type Options struct {
 // their logs, when each member was first seen a learner and promoted, the
 // calls and the nodes' mode changes. It is a pure function of the history.
 func FromHistory(h history.History, opts Options) *Evidence {
-	scale := h.Scale
-	if scale <= 0 {
-		scale = 1
-	}
-
 	ev := &Evidence{
 		Final:        h.Final(),
 		machined:     map[string][]LogLine{},
@@ -36,12 +32,12 @@ func FromHistory(h history.History, opts Options) *Evidence {
 		EtcdFailed:   map[string]ServiceAt{},
 		EtcdCrashes:  map[string][]ServiceAt{},
 		restarts:     map[string]int{},
-		Scale:        scale,
+		Clock:        clock.New(h.Scale),
 		Snapshot:     opts.Snapshot,
 	}
 
 	ev.Now = ev.Final.At
-	ev.PromoteWindow = ev.talos(talosPromoteWindow)
+	ev.PromoteWindow = ev.Clock.Wall(talosPromoteWindow)
 
 	nodes := h.Nodes
 	mode := map[string]string{}

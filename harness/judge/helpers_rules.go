@@ -102,7 +102,7 @@ func (l learner) runningFor(ev *Evidence) string {
 		parts = append(parts, "etcd service Running since "+ev.span(ev.Now-running))
 	default:
 		parts = append(parts, fmt.Sprintf("etcd service Running since %s (%s of Talos time before this observation)",
-			l.started.UTC().Format(time.RFC3339), ev.talosTime(running)))
+			l.started.UTC().Format(time.RFC3339), ev.Clock.TalosString(running)))
 	}
 
 	if l.seen {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/talchaos/talchaos/harness/clock"
 	"github.com/talchaos/talchaos/harness/history"
 	"github.com/talchaos/talchaos/harness/result"
 	"github.com/talchaos/talchaos/harness/scenario"
@@ -33,11 +34,11 @@ func Judge(h history.History, exp scenario.Expect) Verdict {
 
 	if since, ok := ConvergedSince(h); ok {
 		held := ev.Final.At - since
-		v.Outcome.ConvergedFor = ev.talosTime(held)
-		v.Outcome.Converged = held >= exp.Stable.Real(ev.Scale)
+		v.Outcome.ConvergedFor = ev.Clock.TalosString(held)
+		v.Outcome.Converged = held >= ev.Clock.Wall(exp.Stable.Duration)
 	}
 
-	v.Checks = Checks(exp, v.Outcome, v.Diagnoses, ev.Scale)
+	v.Checks = Checks(exp, v.Outcome, v.Diagnoses, ev.Clock)
 	v.Verdict = result.Pass
 
 	for _, c := range v.Checks {
@@ -59,7 +60,7 @@ func outcome(ev *Evidence) result.Outcome {
 
 		if at, ok := ev.promotedAt[node]; ok {
 			p.PromotedMs = at.Milliseconds()
-			p.WaitTalos = time.Duration(float64(at-since) * ev.Scale).Round(time.Second).String()
+			p.WaitTalos = ev.Clock.TalosString(at - since)
 		}
 
 		out.Promotions = append(out.Promotions, p)
@@ -74,9 +75,9 @@ func outcome(ev *Evidence) result.Outcome {
 	return out
 }
 
-// Checks compares the outcome and diagnoses with the expectations; scale turns
+// Checks compares the outcome and diagnoses with the expectations; clk turns
 // observed wall-clock waits into Talos time.
-func Checks(exp scenario.Expect, out result.Outcome, diags []result.Diagnosis, scale float64) []result.Check {
+func Checks(exp scenario.Expect, out result.Outcome, diags []result.Diagnosis, clk clock.Clock) []result.Check {
 	checks := []result.Check{}
 
 	add := func(name, expected, actual string) {
@@ -130,7 +131,7 @@ func Checks(exp scenario.Expect, out result.Outcome, diags []result.Diagnosis, s
 				continue
 			}
 
-			wait := time.Duration(float64(p.PromotedMs-p.LearnerMs)*scale) * time.Millisecond
+			wait := clk.Talos(msDuration(p.PromotedMs - p.LearnerMs))
 			actual = wait.Round(time.Second).String()
 			passed = wait >= lo && (hi == 0 || wait <= hi)
 		}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/talchaos/talchaos/harness/clock"
 	"github.com/talchaos/talchaos/harness/history"
 	"github.com/talchaos/talchaos/harness/result"
 	"github.com/talchaos/talchaos/harness/target"
@@ -71,7 +72,7 @@ func TestLearnerPromotion(t *testing.T) {
 	}{
 		{
 			name:     "the promote loop gave up",
-			ev:       Evidence{Final: learnerCluster(false, 2*time.Second), machined: logsOf("cp3", joinLine, promoteFailed), Scale: 60},
+			ev:       Evidence{Final: learnerCluster(false, 2*time.Second), machined: logsOf("cp3", joinLine, promoteFailed), Clock: clock.New(60)},
 			code:     "learner-not-promoted",
 			node:     "cp3",
 			message:  []string{"member 0000000000000003 (cp3)", "never be promoted", "raft applied index 870 of the leader's 900"},
@@ -80,7 +81,7 @@ func TestLearnerPromotion(t *testing.T) {
 		},
 		{
 			name:     "the promote window has passed by the node's clock",
-			ev:       Evidence{Final: learnerCluster(false, 11*time.Second), machined: logsOf("cp3", joinLine), Scale: 60},
+			ev:       Evidence{Final: learnerCluster(false, 11*time.Second), machined: logsOf("cp3", joinLine), Clock: clock.New(60)},
 			code:     "learner-not-promoted",
 			node:     "cp3",
 			evidence: []string{"Running since 2026-03-01T11:59:49Z (11m0s of Talos time", "promote window 10m0s"},
@@ -88,7 +89,7 @@ func TestLearnerPromotion(t *testing.T) {
 		},
 		{
 			name: "the promote window has passed since the run saw it join",
-			ev: Evidence{Final: learnerCluster(false, 0), machined: logsOf("cp3", joinLine), Scale: 60,
+			ev: Evidence{Final: learnerCluster(false, 0), machined: logsOf("cp3", joinLine), Clock: clock.New(60),
 				learnerSince: map[string]time.Duration{"cp3": 5 * time.Second}, Now: 20 * time.Second},
 			code:     "learner-not-promoted",
 			node:     "cp3",
@@ -97,7 +98,7 @@ func TestLearnerPromotion(t *testing.T) {
 		},
 		{
 			name:     "still inside its window",
-			ev:       Evidence{Final: learnerCluster(false, 3*time.Second), machined: logsOf("cp3", joinLine, "retrying error: etcdserver: rpc not supported for learner"), Scale: 60},
+			ev:       Evidence{Final: learnerCluster(false, 3*time.Second), machined: logsOf("cp3", joinLine, "retrying error: etcdserver: rpc not supported for learner"), Clock: clock.New(60)},
 			code:     "learner-promotion-pending",
 			node:     "cp3",
 			message:  []string{"still a learner, 3m0s into its 10m0s promote window", "gives up in 7m0s", "at 2026-03-01T12:00:07Z by the node's clock"},
@@ -106,7 +107,7 @@ func TestLearnerPromotion(t *testing.T) {
 		},
 		{
 			name:    "inside its window, but no join in this boot's log",
-			ev:      Evidence{Final: learnerCluster(false, 3*time.Second), machined: logsOf("cp3", "service[etcd](Running): Started task etcd (PID 2) for container etcd"), Scale: 60},
+			ev:      Evidence{Final: learnerCluster(false, 3*time.Second), machined: logsOf("cp3", "service[etcd](Running): Started task etcd (PID 2) for container etcd"), Clock: clock.New(60)},
 			code:    "learner-promotion-pending",
 			node:    "cp3",
 			message: []string{"shows no join", "Talos runs no promote loop"},
@@ -114,7 +115,7 @@ func TestLearnerPromotion(t *testing.T) {
 		},
 		{
 			name: "a run speaks in offsets from its start, not the nodes' clocks",
-			ev: Evidence{Final: learnerCluster(false, 2*time.Second), machined: logsOf("cp3", joinLine), Scale: 60,
+			ev: Evidence{Final: learnerCluster(false, 2*time.Second), machined: logsOf("cp3", joinLine), Clock: clock.New(60),
 				learnerSince: map[string]time.Duration{"cp3": 15 * time.Second}, Now: 20 * time.Second},
 			code:     "learner-promotion-pending",
 			node:     "cp3",
@@ -124,14 +125,14 @@ func TestLearnerPromotion(t *testing.T) {
 		},
 		{
 			name:    "the doctor names nodes by address",
-			ev:      Evidence{Final: learnerCluster(true, 2*time.Second), machined: logsOf(cp3, joinLine, promoteFailed), Scale: 60},
+			ev:      Evidence{Final: learnerCluster(true, 2*time.Second), machined: logsOf(cp3, joinLine, promoteFailed), Clock: clock.New(60)},
 			code:    "learner-not-promoted",
 			node:    cp3,
 			message: []string{"member 0000000000000003 (cp3)", "raft applied index 870"},
 		},
 		{
 			name:    "how long is unknown",
-			ev:      Evidence{Final: learnerCluster(true, 0), Scale: 60},
+			ev:      Evidence{Final: learnerCluster(true, 0), Clock: clock.New(60)},
 			code:    "learner-promotion-pending",
 			node:    cp3,
 			message: []string{"does not show how long", "unknown"},

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/talchaos/talchaos/harness/clock"
 	"github.com/talchaos/talchaos/harness/history"
 	"github.com/talchaos/talchaos/harness/result"
 	"github.com/talchaos/talchaos/harness/target"
@@ -130,11 +131,7 @@ type Cadence struct {
 // CadenceAt is the cadence of a run at scale, given the clock floors its
 // target reports (the health check's deadline may be one) and the observer's
 // poll cadence.
-func CadenceAt(scale float64, floors []result.ClockFloor, poll time.Duration) Cadence {
-	if scale <= 0 {
-		scale = 1
-	}
-
+func CadenceAt(clk clock.Clock, floors []result.ClockFloor, poll time.Duration) Cadence {
 	timeout := HealthTimeout
 
 	for _, f := range floors {
@@ -143,9 +140,7 @@ func CadenceAt(scale float64, floors []result.ClockFloor, poll time.Duration) Ca
 		}
 	}
 
-	wall := func(talos time.Duration) time.Duration { return time.Duration(float64(talos) / scale) }
-
-	return Cadence{HealthPeriod: wall(HealthPeriod), HealthTimeout: wall(timeout), Poll: poll}
+	return Cadence{HealthPeriod: clk.Wall(HealthPeriod), HealthTimeout: clk.Wall(timeout), Poll: poll}
 }
 
 // HealthCycle is the longest it takes, from any moment, until every running

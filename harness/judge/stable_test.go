@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/talchaos/talchaos/harness/clock"
 	"github.com/talchaos/talchaos/harness/history"
 	"github.com/talchaos/talchaos/harness/result"
 	"github.com/talchaos/talchaos/harness/scenario"
@@ -24,7 +25,7 @@ func timeline(t *testing.T, looks ...struct {
 		nodes = append(nodes, history.Node{Name: n.Name, Role: n.Role, Address: n.Address})
 	}
 
-	rec := history.NewRecorder(time.Time{}, 1, nodes)
+	rec := history.NewRecorder(time.Time{}, clock.Real, nodes)
 
 	for i, l := range looks {
 		for _, n := range l.o.Ordered() {
@@ -184,7 +185,7 @@ func TestLearnerNotSynced(t *testing.T) {
 				nodes = append(nodes, history.Node{Name: n.Name, Role: n.Role, Address: n.Address})
 			}
 
-			rec := history.NewRecorder(time.Time{}, 1, nodes)
+			rec := history.NewRecorder(time.Time{}, clock.Real, nodes)
 
 			for _, n := range learnerNamed("").Ordered() {
 				rec.Observe(time.Second, n, false)
@@ -230,7 +231,7 @@ func record(scale float64, looks ...lookAt) history.History {
 		nodes = append(nodes, history.Node{Name: n.Name, Role: n.Role, Address: n.Address})
 	}
 
-	rec := history.NewRecorder(time.Time{}, scale, nodes)
+	rec := history.NewRecorder(time.Time{}, clock.New(scale), nodes)
 
 	for _, l := range looks {
 		for _, n := range l.o.Ordered() {
@@ -243,7 +244,7 @@ func record(scale float64, looks ...lookAt) history.History {
 
 // Talos's own health check at scale 1 (health.Run: a check every 20 s, each
 // up to 15 s), no clock floor and no poll to wait for.
-var talosCadence = CadenceAt(1, nil, 0)
+var talosCadence = CadenceAt(clock.Real, nil, 0)
 
 // A verdict is not drawn while a member's next health check may still change
 // it: the state must hold for stable and for every running member's next
@@ -341,7 +342,7 @@ func TestSettledAtSizeWaitsForTheLastMembersHealthCheck(t *testing.T) {
 		{What: "etcd heartbeat interval", TalosMs: 100, ModelledMs: 1250},
 		{What: HealthTimeoutFloor, TalosMs: 15000, ModelledMs: 50000},
 	}
-	cadence := CadenceAt(scale, floors, 100*time.Millisecond+2*time.Second)
+	cadence := CadenceAt(clock.New(scale), floors, 100*time.Millisecond+2*time.Second)
 
 	// Period 20 s / 25, deadline floored at 2 s, the observer's poll.
 	if cadence.HealthPeriod != 800*time.Millisecond || cadence.HealthTimeout != 2*time.Second || cadence.HealthCycle() != 4*time.Second {
@@ -372,7 +373,7 @@ func TestSettledAtSizeWaitsForTheLastMembersHealthCheck(t *testing.T) {
 
 	looks := []lookAt{{ms(30000), learner, false}, {ms(35730), unknown, false}, {ms(36270), failing, false}, {ms(36920), failingCP2Up, false}}
 	h := record(scale, looks...)
-	stableReal := stable.Real(scale)
+	stableReal := clock.New(scale).Wall(stable.Duration)
 
 	if !Settled(h, ms(40020), Cadence{}, stableReal) {
 		t.Fatalf("the stable period alone does not settle at 40.02 s")
@@ -419,7 +420,7 @@ func TestCadenceAt(t *testing.T) {
 		{"a floor never shortens it", 1, []result.ClockFloor{floor(HealthTimeoutFloor, 15*time.Second, 2*time.Second)}, 20 * time.Second, 15 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := CadenceAt(tc.scale, tc.floors, time.Second)
+			c := CadenceAt(clock.New(tc.scale), tc.floors, time.Second)
 			if c.HealthPeriod != tc.period || c.HealthTimeout != tc.timeout || c.Poll != time.Second {
 				t.Errorf("cadence %+v, want period %s, deadline %s, poll 1s", c, tc.period, tc.timeout)
 			}

@@ -21,6 +21,7 @@ import (
 	"github.com/siderolabs/talos/pkg/machinery/config/generate"
 	"github.com/siderolabs/talos/pkg/machinery/constants"
 
+	"github.com/talchaos/talchaos/harness/clock"
 	"github.com/talchaos/talchaos/harness/eventlog"
 	"github.com/talchaos/talchaos/harness/scenario"
 	"github.com/talchaos/talchaos/harness/scratch"
@@ -67,7 +68,7 @@ func testEnv(t *testing.T) *Env {
 		Talosconfig:   tc,
 		BootstrapNode: "cp2",
 		Log:           eventlog.New(),
-		Scale:         1000,
+		Clock:         clock.New(1000),
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/talchaos/talchaos/harness/clock"
 	"github.com/talchaos/talchaos/harness/target"
 )
 
@@ -111,7 +112,7 @@ func TestNaiveApplyErrorsIgnored(t *testing.T) {
 
 func TestNaiveRetryApplyUntilDeadline(t *testing.T) {
 	env := testEnv(t)
-	env.Scale = 1000 // 5 s polls are 20 ms
+	env.Clock = clock.New(1000) // 5 s polls are 20 ms
 
 	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
 	defer cancel()

@@ -16,6 +16,7 @@ import (
 	clientconfig "github.com/siderolabs/talos/pkg/machinery/client/config"
 	"google.golang.org/grpc"
 
+	"github.com/talchaos/talchaos/harness/clock"
 	"github.com/talchaos/talchaos/harness/eventlog"
 	"github.com/talchaos/talchaos/harness/history"
 	"github.com/talchaos/talchaos/harness/scenario"
@@ -36,8 +37,9 @@ type Env struct {
 	Talosconfig   *clientconfig.Config
 	BootstrapNode string
 	Log           *eventlog.Log
-	// Scale divides Talos-time intervals (a 5 s poll at scale 60 is 83 ms).
-	Scale float64
+	// Clock turns Talos-time intervals into wall time (a 5 s poll at scale
+	// 60 is 83 ms).
+	Clock clock.Clock
 	// Faults, when set, puts the target's client-side API faults into every
 	// client the orchestrator opens.
 	Faults target.ClientFaults
@@ -99,12 +101,7 @@ func New(o scenario.Orchestrator) (Orchestrator, error) {
 
 // d scales a Talos-time interval, never below 20 ms.
 func (e *Env) d(talos time.Duration) time.Duration {
-	scale := e.Scale
-	if scale < 1 {
-		scale = 1
-	}
-
-	return max(time.Duration(float64(talos)/scale), 20*time.Millisecond)
+	return e.Clock.WallAtLeast(talos, 20*time.Millisecond)
 }
 
 func (e *Env) node(name string) (target.Node, bool) {

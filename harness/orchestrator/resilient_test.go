@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/talchaos/talchaos/harness/clock"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -14,8 +15,8 @@ import (
 // A node that took its configuration and then answers nothing at all is not
 // waited for past a minute of Talos time, unless it is the bootstrap node.
 func TestWaitConfiguredGoesOnWithoutASilentNode(t *testing.T) {
-	env := testEnv(t) // nothing listens on the nodes' endpoints
-	env.Scale = 600   // a Talos minute is 100 ms
+	env := testEnv(t)          // nothing listens on the nodes' endpoints
+	env.Clock = clock.New(600) // a Talos minute is 100 ms
 
 	r := &Resilient{}
 

@@ -223,11 +223,3 @@ type ExpectedDiagnosis struct {
 // Duration is a Go duration string in YAML ("90s", "10m").
 type Duration struct{ time.Duration }
 
-// Real converts a Talos-time duration to wall-clock time under the given scale.
-func (d Duration) Real(scale float64) time.Duration {
-	if scale <= 0 {
-		scale = 1
-	}
-
-	return time.Duration(float64(d.Duration) / scale)
-}

@@ -27,6 +27,7 @@ import (
 	"go.yaml.in/yaml/v3"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/talchaos/talchaos/harness/clock"
 	"github.com/talchaos/talchaos/harness/scenario"
 	"github.com/talchaos/talchaos/harness/target"
 	"github.com/talchaos/talchaos/sim"
@@ -54,7 +55,7 @@ type node struct {
 // target.Cluster, target.Processes and target.Partitioner.
 type Cluster struct {
 	sc      *scenario.Scenario
-	scale   float64
+	clock   clock.Clock
 	profile sim.Profile
 	runID   string
 	labels  map[string]string
@@ -89,7 +90,7 @@ func newCluster(ctx context.Context, sc *scenario.Scenario, opts target.Options,
 	host, _ := os.Hostname() //nolint:errcheck // an empty name still labels
 
 	c := &Cluster{
-		sc: sc, scale: Target{}.TimeScale(sc), profile: profile,
+		sc: sc, clock: clock.New(Target{}.TimeScale(sc)), profile: profile,
 		runID:   fmt.Sprintf("%d-%d", os.Getpid(), rand.Uint32()), //nolint:gosec // a name, not a secret
 		dropped: map[string]map[string]int{},
 	}
@@ -244,7 +245,7 @@ func (c *Cluster) startNodes(ctx context.Context, seed int64, names []string, ip
 	}
 
 	args := []string{"--scenario", "/scenario.yaml", "--secrets", "/secrets.yaml", "--discovery", discovery, "--seed", strconv.FormatInt(seed, 10),
-		"--time-scale", strconv.FormatFloat(c.scale, 'g', -1, 64)}
+		"--time-scale", strconv.FormatFloat(c.clock.Scale(), 'g', -1, 64)}
 	for _, name := range names {
 		args = append(args, "--node", name+"="+ips[name])
 	}
@@ -261,7 +262,7 @@ func (c *Cluster) startNodes(ctx context.Context, seed int64, names []string, ip
 		}
 
 		c.nodes[i] = n
-		delay := time.Duration(float64(c.sc.Cluster.Nodes[name].BootDelay.Duration) / c.scale)
+		delay := c.clock.Wall(c.sc.Cluster.Nodes[name].BootDelay.Duration)
 
 		g.Go(func() error {
 			req := testcontainers.ContainerRequest{
@@ -345,7 +346,7 @@ func (c *Cluster) Nodes() []target.Node {
 func (c *Cluster) Talosconfig() *clientconfig.Config { return c.cfgs.Talosconfig }
 
 // TimeScale is how much faster than real time the nodes' Talos timers run.
-func (c *Cluster) TimeScale() float64 { return c.scale }
+func (c *Cluster) TimeScale() float64 { return c.clock.Scale() }
 
 // Close implements target.Cluster: every container, the network and the image
 // go, whatever the run's context says.

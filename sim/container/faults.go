@@ -34,7 +34,7 @@ func (c *Cluster) Process(ctx context.Context, name string, op target.ProcessOp)
 		c.goBackground(func() {
 			select {
 			case <-c.ctx.Done():
-			case <-time.After(time.Duration(float64(c.profile.RebootDuration) / c.scale)):
+			case <-time.After(c.clock.Wall(c.profile.RebootDuration)):
 				c.start(c.ctx, n) //nolint:errcheck // the observer sees a node that did not come back
 			}
 		})

@@ -45,6 +45,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/talchaos/talchaos/harness/chaos"
+	"github.com/talchaos/talchaos/harness/clock"
 	"github.com/talchaos/talchaos/harness/scenario"
 	"github.com/talchaos/talchaos/harness/scratch"
 	"github.com/talchaos/talchaos/harness/target"
@@ -345,7 +346,7 @@ func (c *Cluster) Inject(ctx context.Context, fault chaos.Kind) (heal func() err
 		return nil, fieldErrors("simtest.Inject("+fault.Kind()+")", err, faultField)
 	}
 
-	h, err := planned[0].Kind.Inject(ctx, &chaos.Env{Cluster: c.sim, Scale: c.sim.TimeScale(), Seed: planned[0].Seed})
+	h, err := planned[0].Kind.Inject(ctx, &chaos.Env{Cluster: c.sim, Clock: clock.New(c.sim.TimeScale()), Seed: planned[0].Seed})
 	if err != nil {
 		return nil, fmt.Errorf("simtest: inject %s: %w", fault.Kind(), err)
 	}
