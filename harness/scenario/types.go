@@ -222,4 +222,3 @@ type ExpectedDiagnosis struct {
 
 // Duration is a Go duration string in YAML ("90s", "10m").
 type Duration struct{ time.Duration }
-
