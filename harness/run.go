@@ -162,7 +162,11 @@ func runCluster(ctx context.Context, sc *scenario.Scenario, clk clock.Clock, opt
 		res.History = &h
 	}()
 
-	observer, err := check.NewObserver(ctx, cluster.Nodes(), cluster.Talosconfig(), log, rec, interval)
+	// The evidence of the history as it is recorded: what state triggers and
+	// the narration read, the fold the verdict is drawn from afterwards.
+	live := judge.Follow(rec, judge.Options{})
+
+	observer, err := check.NewObserver(ctx, cluster.Nodes(), cluster.Talosconfig(), log, rec, live, interval)
 	if err != nil {
 		return fmt.Errorf("observer: %w", err)
 	}
@@ -182,12 +186,12 @@ func runCluster(ctx context.Context, sc *scenario.Scenario, clk clock.Clock, opt
 
 	schedule := chaos.NewSchedule(planned, cluster, log, rec, clk)
 	scheduled := make(chan struct{})
-	observations := observer.Subscribe()
+	ticks := observer.Subscribe()
 
 	go func() {
 		defer close(scheduled)
 
-		schedule.Run(bgCtx, observations)
+		schedule.Run(bgCtx, ticks, live)
 	}()
 
 	talosconfig := cluster.Talosconfig()

@@ -201,8 +201,6 @@ func TestHolds(t *testing.T) {
 	// cp1 saw itself alone first; a later view includes the new learner.
 	o.Nodes["cp1"].Members = members
 
-	o.Nodes["cp2"].PromoteRefusals = 2
-
 	for _, tc := range []struct {
 		node, state string
 		count       int
@@ -222,7 +220,7 @@ func TestHolds(t *testing.T) {
 		{"cp2", "promote-refused", 3, false},
 		{"cp1", "promote-refused", 0, false},
 	} {
-		if got := Holds(viewOf(o), scenario.When{Node: tc.node, State: tc.state, Count: tc.count}); got != tc.want {
+		if got := Holds(viewOf(o, map[string]int{"cp2": 2}), scenario.When{Node: tc.node, State: tc.state, Count: tc.count}); got != tc.want {
 			t.Errorf("Holds(%s, %s, %d) = %v, want %v", tc.node, tc.state, tc.count, got, tc.want)
 		}
 	}
@@ -317,4 +315,9 @@ func TestPlanReplaysTheRecordedSchedule(t *testing.T) {
 	if replayed[0].Node() != other || replayed[0].Seed != 11 || replayed[1].Seed != 12 {
 		t.Errorf("replayed plan %s/%d, %d; want the recorded %s/11, 12", replayed[0].Node(), replayed[0].Seed, replayed[1].Seed, other)
 	}
+}
+
+// viewOf is a view of one observation with the nodes' promotion refusals.
+func viewOf(obs *history.Observation, refusals map[string]int) View {
+	return View{Obs: obs, PromoteRefusals: func(node string) int { return refusals[node] }}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/talchaos/talchaos/harness/clock"
 	"github.com/talchaos/talchaos/harness/eventlog"
 	"github.com/talchaos/talchaos/harness/history"
+	"github.com/talchaos/talchaos/harness/judge"
 	"github.com/talchaos/talchaos/harness/result"
 	"github.com/talchaos/talchaos/harness/scenario"
 	"github.com/talchaos/talchaos/harness/target"
@@ -216,9 +217,10 @@ func NewSchedule(planned []Planned, cluster target.Cluster, log *eventlog.Log, r
 func (s *Schedule) real(d scenario.Duration) time.Duration { return s.clock.Wall(d.Duration) }
 
 // Run starts each fault when its trigger fires and heals it when its duration
-// ends. Observations drive state triggers. It returns when ctx ends; Stop heals
-// what is still active.
-func (s *Schedule) Run(ctx context.Context, observations <-chan *history.Observation) {
+// ends. State triggers read the run's live evidence (the judge's fold of the
+// history so far) at every tick, one per recorded poll. It returns when ctx
+// ends; Stop heals what is still active.
+func (s *Schedule) Run(ctx context.Context, ticks <-chan struct{}, live *judge.Live) {
 	waiting := map[int]bool{}     // faults waiting for their start state
 	healWaiting := map[int]bool{} // faults waiting for their until state
 
@@ -237,30 +239,54 @@ func (s *Schedule) Run(ctx context.Context, observations <-chan *history.Observa
 		select {
 		case <-ctx.Done():
 			return
-		case obs, ok := <-observations:
+		case _, ok := <-ticks:
 			if !ok {
 				<-ctx.Done()
 
 				return
 			}
 
-			v := viewOf(obs)
+			// Active faults first: s.mu is not taken while the evidence is
+			// read (recording waits meanwhile, and a fault's start records
+			// under s.mu).
+			var healable []int
 
-			for i := range waiting {
-				w := s.planned[i].Spec.When
-				if Holds(v, *w) {
-					delete(waiting, i)
-					s.log.Add(w.Node, "fault.trigger", fmt.Sprintf("%s: %s", s.planned[i].Spec.Name, describe(*w)))
-					s.rec.Trigger(w.Node, history.Trigger{Fault: s.planned[i].Spec.Name, State: w.State, Count: w.Count, AfterMs: w.After.Milliseconds()})
-					s.startAfter(ctx, i, s.real(w.After))
+			for i, p := range s.planned {
+				if p.Spec.Until != nil && !healWaiting[i] && s.active(i) {
+					healable = append(healable, i)
 				}
 			}
 
-			for i, p := range s.planned {
-				u := p.Spec.Until
-				if u == nil || healWaiting[i] || !s.active(i) || !Holds(v, *u) {
-					continue
+			var starts, heals []int
+
+			live.Read(func(ev *judge.Evidence) {
+				v := View{Obs: ev.Current(), PromoteRefusals: ev.PromoteRefusals}
+
+				for i := range waiting {
+					if Holds(v, *s.planned[i].Spec.When) {
+						starts = append(starts, i)
+					}
 				}
+
+				for _, i := range healable {
+					if Holds(v, *s.planned[i].Spec.Until) {
+						heals = append(heals, i)
+					}
+				}
+			})
+
+			for _, i := range starts {
+				w := s.planned[i].Spec.When
+
+				delete(waiting, i)
+				s.log.Add(w.Node, "fault.trigger", fmt.Sprintf("%s: %s", s.planned[i].Spec.Name, describe(*w)))
+				s.rec.Trigger(w.Node, history.Trigger{Fault: s.planned[i].Spec.Name, State: w.State, Count: w.Count, AfterMs: w.After.Milliseconds()})
+				s.startAfter(ctx, i, s.real(w.After))
+			}
+
+			for _, i := range heals {
+				p := s.planned[i]
+				u := p.Spec.Until
 
 				healWaiting[i] = true
 				s.log.Add(u.Node, "fault.trigger", fmt.Sprintf("%s heals in %s: %s", p.Spec.Name, u.After, describe(*u)))
@@ -392,16 +418,4 @@ func (s *Schedule) Records() []result.Fault {
 	}
 
 	return out
-}
-
-// viewOf is what triggers read from an observation the observer completed
-// with each node's promotion refusals.
-func viewOf(obs *history.Observation) View {
-	return View{Obs: obs, PromoteRefusals: func(node string) int {
-		if n := obs.Nodes[node]; n != nil {
-			return n.PromoteRefusals
-		}
-
-		return 0
-	}}
 }

@@ -63,7 +63,7 @@ func Examine(ctx context.Context, cfg *clientconfig.Config, addresses []string, 
 
 	rec := history.NewRecorder(start, clock.New(opts.TimeScale), hn)
 
-	o, err := NewObserver(ctx, nodes, cfg, eventlog.New(), rec, 0)
+	o, err := NewObserver(ctx, nodes, cfg, eventlog.New(), rec, judge.Follow(rec, judge.Options{Snapshot: true}), 0)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/talchaos/talchaos/harness/eventlog"
 	"github.com/talchaos/talchaos/harness/history"
+	"github.com/talchaos/talchaos/harness/judge"
 	"github.com/talchaos/talchaos/harness/talosclient"
 	"github.com/talchaos/talchaos/harness/target"
 )
@@ -29,36 +31,32 @@ type LogLine struct {
 
 // Observer polls every node through its Talos API and records what it sees:
 // every change of every node's state and the nodes' log lines go into the
-// run's history (judged later, by harness/judge), transitions into the event
-// log (for people watching). It never looks behind the API, and judges
-// nothing; it derives only what triggers need while the run goes on.
+// run's history, transitions into the event log (for people watching). It
+// never looks behind the API, and derives nothing: what the run reacts to
+// while it goes on (state triggers, the narration of mode changes) is read
+// from the live fold of the history (judge.Live), the same the verdict is
+// drawn from.
 type Observer struct {
 	nodes    []target.Node
 	cfg      *clientconfig.Config
 	log      *eventlog.Log
 	rec      *history.Recorder
+	live     *judge.Live
 	interval time.Duration
 
 	clients map[string]*nodeClients
 
-	mu       sync.Mutex
-	latest   *history.Observation
-	subs     []chan *history.Observation
-	lines    map[string][]LogLine
-	learners map[string]time.Duration // first time each hostname was seen as a learner
-	// refusalsFrom is, per learner, from when the leader's refusals to promote
-	// count as its own: the poll before it was first seen (it was added in
-	// between, and a slow member list must not hide its first refusals), or
-	// the promotion of the learner before it, whichever is later.
-	refusalsFrom map[string]time.Duration
-	pending      map[string]bool          // the node's last log line is not in the event log yet
-	promoted     map[string]time.Duration // when each hostname was seen promoted
+	mu        sync.Mutex
+	latest    *history.Observation
+	subs      []chan struct{}
+	lines     map[string][]LogLine
+	pending   map[string]bool        // the node's last log line is not in the event log yet
+	following map[string]bool        // "node/log" streams running now
+	seen      map[string]logPosition // "node/log" lines read so far
 
-	etcdLines      map[string][]LogLine   // warnings and errors from each node's etcd log
-	wasMaintenance map[string]bool        // seen in maintenance and not configured since
-	following      map[string]bool        // "node/log" streams running now
-	seen           map[string]logPosition // "node/log" lines read so far
-	wg             sync.WaitGroup
+	narrMu   sync.Mutex
+	narrated int // the mode changes of the live evidence told so far
+	wg       sync.WaitGroup
 
 	// frozen stops the ticks from writing to the history while a final look
 	// is taken and after it: the record's last word is the final look, and
@@ -80,23 +78,18 @@ type nodeClients struct {
 	insecure *client.Client
 }
 
-// NewObserver prepares clients to every node; Run polls until ctx ends.
-func NewObserver(ctx context.Context, nodes []target.Node, cfg *clientconfig.Config, log *eventlog.Log, rec *history.Recorder, interval time.Duration) (*Observer, error) {
+// NewObserver prepares clients to every node; Run polls until ctx ends. live
+// is the fold of what rec records (judge.Follow).
+func NewObserver(ctx context.Context, nodes []target.Node, cfg *clientconfig.Config, log *eventlog.Log, rec *history.Recorder, live *judge.Live, interval time.Duration) (*Observer, error) {
 	o := &Observer{
-		nodes: nodes, cfg: cfg, log: log, rec: rec, interval: interval,
-		clients:      map[string]*nodeClients{},
-		answers:      map[string]answer{},
-		etcdAnswers:  map[string]etcdAnswer{},
-		lines:        map[string][]LogLine{},
-		learners:     map[string]time.Duration{},
-		refusalsFrom: map[string]time.Duration{},
-		pending:      map[string]bool{},
-		promoted:     map[string]time.Duration{},
-
-		etcdLines:      map[string][]LogLine{},
-		wasMaintenance: map[string]bool{},
-		following:      map[string]bool{},
-		seen:           map[string]logPosition{},
+		nodes: nodes, cfg: cfg, log: log, rec: rec, live: live, interval: interval,
+		clients:     map[string]*nodeClients{},
+		answers:     map[string]answer{},
+		etcdAnswers: map[string]etcdAnswer{},
+		lines:       map[string][]LogLine{},
+		pending:     map[string]bool{},
+		following:   map[string]bool{},
+		seen:        map[string]logPosition{},
 	}
 
 	for _, n := range nodes {
@@ -141,24 +134,17 @@ func (o *Observer) Close() {
 	o.wg.Wait()
 }
 
-// Subscribe returns a channel that receives every new observation; it is closed
-// when Run ends. Slow readers miss observations rather than block the observer.
-func (o *Observer) Subscribe() <-chan *history.Observation {
-	ch := make(chan *history.Observation, 16)
+// Subscribe returns a channel that ticks after every poll's observation was
+// recorded; it is closed when Run ends. Slow readers miss ticks rather than
+// block the observer.
+func (o *Observer) Subscribe() <-chan struct{} {
+	ch := make(chan struct{}, 1)
 
 	o.mu.Lock()
 	o.subs = append(o.subs, ch)
 	o.mu.Unlock()
 
 	return ch
-}
-
-// Latest is the most recent observation (nil before the first poll).
-func (o *Observer) Latest() *history.Observation {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-
-	return o.latest
 }
 
 // Run polls until ctx ends. The log followers it starts end with ctx too.
@@ -385,6 +371,8 @@ func (o *Observer) Final(ctx context.Context) *history.Observation {
 		o.rec.Observe(obs.At, n, true)
 	}
 
+	o.narrate()
+
 	return obs
 }
 
@@ -595,8 +583,6 @@ func (o *Observer) record(ctx context.Context, obs *history.Observation) {
 	prev := o.latest
 	o.mu.Unlock()
 
-	o.transitions(prev, obs)
-
 	o.recMu.Lock()
 	if !o.frozen {
 		for _, n := range obs.Ordered() {
@@ -605,20 +591,12 @@ func (o *Observer) record(ctx context.Context, obs *history.Observation) {
 	}
 	o.recMu.Unlock()
 
-	// Complete the observation before anyone else can see it. Node
-	// observations are shared between ticks until the node is polled again:
-	// change a copy, never one an earlier observation holds.
-	for _, n := range obs.Ordered() {
-		if count := o.promoteRefusals(n.Name); count != n.PromoteRefusals {
-			c := *n
-			c.PromoteRefusals = count
-			obs.Nodes[n.Name] = &c
-		}
-	}
+	o.narrate()
+	o.transitions(prev, obs)
 
 	o.mu.Lock()
 	o.latest = obs
-	subs := append([]chan *history.Observation(nil), o.subs...)
+	subs := append([]chan struct{}(nil), o.subs...)
 	o.mu.Unlock()
 
 	for _, n := range obs.Ordered() {
@@ -629,9 +607,47 @@ func (o *Observer) record(ctx context.Context, obs *history.Observation) {
 
 	for _, ch := range subs {
 		select {
-		case ch <- obs:
+		case ch <- struct{}{}:
 		default:
 		}
+	}
+}
+
+// narrate tells the event log of the nodes' API mode changes that the live
+// evidence holds and were not told yet (kind node.left-maintenance for a
+// node leaving maintenance, node.mode otherwise).
+func (o *Observer) narrate() {
+	var changes []judge.ModeChange
+
+	o.live.Read(func(ev *judge.Evidence) {
+		o.narrMu.Lock()
+		defer o.narrMu.Unlock()
+
+		if o.narrated < len(ev.Changes) {
+			changes = slices.Clone(ev.Changes[o.narrated:])
+			o.narrated = len(ev.Changes)
+		}
+	})
+
+	for _, c := range changes {
+		kind := "node.mode"
+		if c.LeftMaintenance {
+			kind = "node.left-maintenance"
+		}
+
+		// In maintenance the talosconfig client is refused by design (the
+		// node's certificate is not the cluster CA's): the error, kept in
+		// the history, would only alarm.
+		msg := fmt.Sprintf("%s → %s", c.From, c.To)
+
+		switch {
+		case c.To == history.ModeMaintenance:
+			msg += ": the maintenance API answers (insecure), the talosconfig client is not trusted yet"
+		case c.APIError != "":
+			msg += ": " + c.APIError
+		}
+
+		o.log.Add(c.Node, kind, msg)
 	}
 }
 
@@ -640,39 +656,6 @@ func (o *Observer) transitions(prev, cur *history.Observation) {
 		var p *history.NodeObservation
 		if prev != nil {
 			p = prev.Nodes[n.Name]
-		}
-
-		if p == nil || p.Mode != n.Mode {
-			from := "start"
-			if p != nil {
-				from = p.Mode
-			}
-
-			// Leaving maintenance can pass through a moment of "down" (v1.12's
-			// connection-refused window while the API switches to mutual TLS).
-			kind := "node.mode"
-			if n.Mode == history.ModeConfigured && o.wasMaintenance[n.Name] {
-				kind = "node.left-maintenance"
-				o.wasMaintenance[n.Name] = false
-			}
-
-			if n.Mode == history.ModeMaintenance {
-				o.wasMaintenance[n.Name] = true
-			}
-
-			// In maintenance the talosconfig client is refused by design
-			// (the node's certificate is not the cluster CA's): the error,
-			// kept in the history, would only alarm.
-			msg := fmt.Sprintf("%s → %s", from, n.Mode)
-
-			switch {
-			case n.Mode == history.ModeMaintenance:
-				msg += ": the maintenance API answers (insecure), the talosconfig client is not trusted yet"
-			case n.Mode != history.ModeConfigured && n.APIError != "":
-				msg += ": " + n.APIError
-			}
-
-			o.log.Add(n.Name, kind, msg)
 		}
 
 		// A node seen going down or rebooting starts new in-memory logs.
@@ -718,22 +701,8 @@ func (o *Observer) membershipTransitions(prev, cur *history.Observation) {
 				o.log.Add(node, "etcd.member-added", fmt.Sprintf("member %s %s is a voting member", m.IDString(), history.DisplayName(m)))
 			case old.IsLearner && !m.IsLearner:
 				o.log.Add(node, "etcd.promoted", fmt.Sprintf("member %s %s promoted to voter", m.IDString(), history.DisplayName(m)))
-
-				o.mu.Lock()
-				o.promoted[node] = cur.At
-				o.mu.Unlock()
 			case old.Hostname == "" && m.Hostname != "":
 				o.log.Add(node, "etcd.member-started", fmt.Sprintf("member %s started as %s", m.IDString(), m.Hostname))
-			}
-
-			// Keyed by node: an unstarted learner has no hostname yet.
-			if m.IsLearner && node != "" {
-				o.mu.Lock()
-				if _, ok := o.learners[node]; !ok {
-					o.learners[node] = cur.At
-					o.refusalsFrom[node] = o.refusalsStart(node, prev, cur)
-				}
-				o.mu.Unlock()
 			}
 
 			delete(before, m.ID)
@@ -895,10 +864,6 @@ func (o *Observer) addEtcdLine(node, line string) {
 
 	at := o.log.Since()
 
-	o.mu.Lock()
-	o.etcdLines[node] = append(o.etcdLines[node], LogLine{At: at, Text: line})
-	o.mu.Unlock()
-
 	// etcd warns of every slow request and unreachable peer; what a
 	// diagnosis can use is logged as an error.
 	if entry.Level != "warn" {
@@ -908,49 +873,6 @@ func (o *Observer) addEtcdLine(node, line string) {
 	if entry.Level != "warn" {
 		o.log.Add(node, "log.etcd", entry.Level+": "+entry.Msg)
 	}
-}
-
-// refusalsStart is from when refusals count for node, first seen as a learner
-// in cur (o.mu held): since the poll before, unless another learner was seen
-// promoted later than that.
-func (o *Observer) refusalsStart(node string, prev, cur *history.Observation) time.Duration {
-	from := cur.At
-	if prev != nil {
-		from = prev.At
-	}
-
-	for other, at := range o.promoted {
-		if other != node && at > from && at <= cur.At {
-			from = at
-		}
-	}
-
-	return from
-}
-
-// promoteRefusals counts the refusals in any etcd log while node was a learner:
-// the line names no member, and etcd admits one learner at a time.
-func (o *Observer) promoteRefusals(node string) int {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-
-	since, ok := o.refusalsFrom[node]
-	if !ok {
-		return 0
-	}
-
-	until, promoted := o.promoted[node]
-	count := 0
-
-	for _, lines := range o.etcdLines {
-		for _, l := range lines {
-			if l.At >= since && (!promoted || l.At <= until) && strings.Contains(l.Text, history.RefusedPromotion) {
-				count++
-			}
-		}
-	}
-
-	return count
 }
 
 func (o *Observer) addLine(node, line string) {

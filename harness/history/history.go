@@ -8,7 +8,7 @@
 package history
 
 import (
-	"sort"
+	"slices"
 	"sync"
 	"time"
 
@@ -130,13 +130,30 @@ type Recorder struct {
 	start time.Time
 	clock clock.Clock
 
-	mu      sync.Mutex
-	h       History
-	last    map[string]*NodeObservation // the last recorded state of each node
-	lastAt  map[string]time.Duration    // and when it was recorded
-	scrub   func(string) string
-	subsMu  sync.Mutex
-	onEntry []func(Entry)
+	mu     sync.Mutex
+	h      History
+	last   map[string]*NodeObservation // the last recorded state of each node
+	lastAt map[string]time.Duration    // and when it was recorded
+	scrub  func(string) string
+	folds  []*Follower
+}
+
+// Fold is a fold over a history's entries in their order (as porcupine's
+// Model.Step): the judge's evidence.
+type Fold interface {
+	Apply(e Entry)
+}
+
+// Follower keeps a fold of what a Recorder has recorded up to date as
+// entries are recorded, so that what a run reacts to while it goes on
+// (triggers) is what the judge reads from the history afterwards.
+type Follower struct {
+	r     *Recorder
+	start func(header History) Fold
+	fold  Fold
+	// stale: an entry was recorded before the last one (a poll's answer
+	// stamped when the poll started); the fold is made again on the next read.
+	stale bool
 }
 
 // NewRecorder starts a history whose offsets count from start.
@@ -152,12 +169,38 @@ func (r *Recorder) SetScrubber(f func(string) string) {
 	r.scrub = f
 }
 
-// OnEntry calls f for every entry recorded from now on (after it is stored).
-func (r *Recorder) OnEntry(f func(Entry)) {
-	r.subsMu.Lock()
-	defer r.subsMu.Unlock()
+// Follow keeps a fold of the history: start makes an empty one from the
+// history's header (start, scale, nodes), which is then given every entry
+// recorded so far and from now on, in the history's order.
+func (r *Recorder) Follow(start func(header History) Fold) *Follower {
+	f := &Follower{r: r, start: start, stale: true}
 
-	r.onEntry = append(r.onEntry, f)
+	r.mu.Lock()
+	r.folds = append(r.folds, f)
+	r.mu.Unlock()
+
+	return f
+}
+
+// Read calls fn with the fold of every entry recorded so far. The recorder
+// waits while fn runs: fn must be quick, and must not record.
+func (f *Follower) Read(fn func(Fold)) {
+	f.r.mu.Lock()
+	defer f.r.mu.Unlock()
+
+	if f.stale {
+		header := f.r.h
+		header.Entries = nil
+		f.fold = f.start(header)
+
+		for _, e := range f.r.h.Entries {
+			f.fold.Apply(e)
+		}
+
+		f.stale = false
+	}
+
+	fn(f.fold)
 }
 
 // Since is the offset of now from the run's start.
@@ -167,16 +210,25 @@ func (r *Recorder) add(at time.Duration, e Entry) {
 	e.WallMs = at.Milliseconds()
 
 	r.mu.Lock()
+	defer r.mu.Unlock()
+
 	e.TalosMs = r.clock.TalosMs(e.WallMs)
-	r.h.Entries = append(r.h.Entries, e)
-	r.mu.Unlock()
 
-	r.subsMu.Lock()
-	subs := append([]func(Entry){}, r.onEntry...)
-	r.subsMu.Unlock()
+	// Entries are kept in time order (wall time, then record order): most
+	// arrive last; a poll's answer is stamped when the poll started.
+	i := len(r.h.Entries)
+	for i > 0 && r.h.Entries[i-1].WallMs > e.WallMs {
+		i--
+	}
 
-	for _, f := range subs {
-		f(e)
+	r.h.Entries = slices.Insert(r.h.Entries, i, e)
+
+	for _, f := range r.folds {
+		if i == len(r.h.Entries)-1 && !f.stale {
+			f.fold.Apply(e)
+		} else {
+			f.stale = true
+		}
 	}
 }
 
@@ -209,7 +261,6 @@ func (r *Recorder) Observe(at time.Duration, n *NodeObservation, final bool) boo
 	c.APIError = r.clean(c.APIError)
 	c.MembersErr = r.clean(c.MembersErr)
 	c.StatusErr = r.clean(c.StatusErr)
-	c.PromoteRefusals = 0
 
 	r.mu.Lock()
 	prev := r.last[n.Name]
@@ -295,8 +346,6 @@ func (r *Recorder) History() History {
 	h.Nodes = append([]Node(nil), r.h.Nodes...)
 	h.Entries = append([]Entry(nil), r.h.Entries...)
 	r.mu.Unlock()
-
-	sort.SliceStable(h.Entries, func(i, j int) bool { return h.Entries[i].WallMs < h.Entries[j].WallMs })
 
 	return h
 }

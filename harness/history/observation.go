@@ -76,10 +76,6 @@ type NodeObservation struct {
 	MembersErr string      `json:"membersError,omitempty"`
 	Status     *EtcdStatus `json:"status,omitempty"`
 	StatusErr  string      `json:"statusError,omitempty"`
-	// PromoteRefusals counts the leader's refusals to promote this node since
-	// it became a learner ("rejecting promote learner: learner is not ready").
-	// Live only (it drives triggers); a history recomputes it from the logs.
-	PromoteRefusals int `json:"-"`
 }
 
 // Observation is the cluster at one poll.

@@ -25,6 +25,17 @@ type Evidence struct {
 	// had started).
 	startedAt map[string]time.Duration
 
+	// The fold's own state (Apply): the nodes, the history's start, the
+	// cluster as the entries so far show it, each node's last API mode and
+	// whether it was in maintenance since it last left, the offset of the
+	// last observation.
+	nodes          []history.Node
+	start          time.Time
+	cur            *history.Observation
+	mode           map[string]string
+	wasMaintenance map[string]bool
+	prevAt         time.Duration
+
 	// Calls are the orchestrator's calls, in time order.
 	Calls []CallAt
 	// Changes are the nodes' API mode changes, in time order.

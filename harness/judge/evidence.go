@@ -19,77 +19,118 @@ type Options struct {
 
 // FromHistory derives the evidence of a history: the final look at the nodes,
 // their logs, when each member was first seen a learner and promoted, the
-// calls and the nodes' mode changes. It is a pure function of the history.
+// calls and the nodes' mode changes. It is a pure function of the history:
+// a fold (NewEvidence, then Apply for each entry in order, as porcupine's
+// Model.Step), then the final look.
 func FromHistory(h history.History, opts Options) *Evidence {
-	ev := &Evidence{
-		Final:        h.Final(),
-		machined:     map[string][]LogLine{},
-		etcd:         map[string][]LogLine{},
-		learnerSince: map[string]time.Duration{},
-		promotedAt:   map[string]time.Duration{},
-		refusalsFrom: map[string]time.Duration{},
-		startedAt:    map[string]time.Duration{},
-		EtcdFailed:   map[string]ServiceAt{},
-		EtcdCrashes:  map[string][]ServiceAt{},
-		restarts:     map[string]int{},
-		Clock:        clock.New(h.Scale),
-		Snapshot:     opts.Snapshot,
+	ev := NewEvidence(h, opts)
+
+	for _, e := range h.Entries {
+		ev.Apply(e)
 	}
 
+	ev.Final = h.Final()
 	ev.Now = ev.Final.At
-	ev.PromoteWindow = ev.Clock.Wall(talosPromoteWindow)
-
-	nodes := h.Nodes
-	mode := map[string]string{}
-	wasMaintenance := map[string]bool{}
-
-	var prevAt time.Duration
-
-	h.Walk(func(e history.Entry, cur *history.Observation) {
-		switch {
-		case e.Log != nil && e.Log.Source == history.LogEtcd:
-			ev.etcd[e.Node] = append(ev.etcd[e.Node], LogLine{At: e.At(), Text: e.Log.Text})
-		case e.Log != nil:
-			ev.machined[e.Node] = append(ev.machined[e.Node], LogLine{At: e.At(), Text: e.Log.Text})
-		case e.Call != nil:
-			ev.Calls = append(ev.Calls, CallAt{Call: *e.Call, Node: e.Node, At: e.At()})
-		case e.Observed != nil:
-			n := e.Observed
-
-			ev.etcdService(n, e.At())
-
-			if from, ok := mode[n.Name]; !ok || from != n.Mode {
-				if !ok {
-					from = "start"
-				}
-
-				c := ModeChange{Node: n.Name, From: from, To: n.Mode, At: e.At()}
-				if n.Mode != history.ModeConfigured {
-					c.APIError = n.APIError
-				}
-
-				// Leaving maintenance can pass through a moment of "down"
-				// (v1.12's connection-refused window while the API switches
-				// to mutual TLS).
-				if n.Mode == history.ModeConfigured && wasMaintenance[n.Name] {
-					c.LeftMaintenance = true
-					wasMaintenance[n.Name] = false
-				}
-
-				if n.Mode == history.ModeMaintenance {
-					wasMaintenance[n.Name] = true
-				}
-
-				mode[n.Name] = n.Mode
-				ev.Changes = append(ev.Changes, c)
-			}
-
-			ev.memberships(nodes, cur, prevAt)
-			prevAt = e.At()
-		}
-	})
 
 	return ev
+}
+
+// NewEvidence is the evidence of a history before its first entry: its
+// start, time scale and nodes (h's entries are not read). Apply adds the
+// entries; Current is the cluster as they show it. Final and Now are set by
+// FromHistory, once the history is whole.
+func NewEvidence(h history.History, opts Options) *Evidence {
+	names := make([]string, len(h.Nodes))
+	for i, n := range h.Nodes {
+		names[i] = n.Name
+	}
+
+	ev := &Evidence{
+		machined:       map[string][]LogLine{},
+		etcd:           map[string][]LogLine{},
+		learnerSince:   map[string]time.Duration{},
+		promotedAt:     map[string]time.Duration{},
+		refusalsFrom:   map[string]time.Duration{},
+		startedAt:      map[string]time.Duration{},
+		EtcdFailed:     map[string]ServiceAt{},
+		EtcdCrashes:    map[string][]ServiceAt{},
+		restarts:       map[string]int{},
+		mode:           map[string]string{},
+		wasMaintenance: map[string]bool{},
+		nodes:          h.Nodes,
+		start:          h.Start,
+		cur:            history.NewObservation(0, names),
+		Clock:          clock.New(h.Scale),
+		Snapshot:       opts.Snapshot,
+	}
+
+	ev.PromoteWindow = ev.Clock.Wall(talosPromoteWindow)
+
+	return ev
+}
+
+// Current is the cluster as the entries applied so far show it: every node's
+// last recorded state (a node not seen yet is absent), at the last entry's
+// offset. It changes as entries are applied: do not keep it.
+func (ev *Evidence) Current() *history.Observation { return ev.cur }
+
+// Apply folds the history's next entry into the evidence.
+func (ev *Evidence) Apply(e history.Entry) {
+	if e.Observed != nil {
+		ev.cur.Nodes[e.Node] = e.Observed
+	}
+
+	ev.cur.At = e.At()
+	if !ev.start.IsZero() {
+		ev.cur.Wall = ev.start.Add(ev.cur.At)
+	}
+
+	switch {
+	case e.Log != nil && e.Log.Source == history.LogEtcd:
+		ev.etcd[e.Node] = append(ev.etcd[e.Node], LogLine{At: e.At(), Text: e.Log.Text})
+	case e.Log != nil:
+		ev.machined[e.Node] = append(ev.machined[e.Node], LogLine{At: e.At(), Text: e.Log.Text})
+	case e.Call != nil:
+		ev.Calls = append(ev.Calls, CallAt{Call: *e.Call, Node: e.Node, At: e.At()})
+	case e.Observed != nil:
+		n := e.Observed
+
+		ev.etcdService(n, e.At())
+		ev.modeChange(n, e.At())
+		ev.memberships(ev.nodes, ev.cur, ev.prevAt)
+		ev.prevAt = e.At()
+	}
+}
+
+// modeChange notes a node seen in another API mode than its last.
+func (ev *Evidence) modeChange(n *history.NodeObservation, at time.Duration) {
+	from, ok := ev.mode[n.Name]
+	if ok && from == n.Mode {
+		return
+	}
+
+	if !ok {
+		from = "start"
+	}
+
+	c := ModeChange{Node: n.Name, From: from, To: n.Mode, At: at}
+	if n.Mode != history.ModeConfigured {
+		c.APIError = n.APIError
+	}
+
+	// Leaving maintenance can pass through a moment of "down" (v1.12's
+	// connection-refused window while the API switches to mutual TLS).
+	if n.Mode == history.ModeConfigured && ev.wasMaintenance[n.Name] {
+		c.LeftMaintenance = true
+		ev.wasMaintenance[n.Name] = false
+	}
+
+	if n.Mode == history.ModeMaintenance {
+		ev.wasMaintenance[n.Name] = true
+	}
+
+	ev.mode[n.Name] = n.Mode
+	ev.Changes = append(ev.Changes, c)
 }
 
 // memberships notes, at an observation, members first seen as learners and

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/talchaos/talchaos/harness/history"
+	"github.com/talchaos/talchaos/harness/target"
 )
 
 // Exact etcd texts (TALOS-FIDELITY.md §2) the rules look for.
@@ -135,8 +136,10 @@ func (ev *Evidence) refusalsUntil(node string, since time.Duration) (time.Durati
 		end(l.At)
 	}
 
-	for _, o := range ev.controlPlanes() {
-		if other, ok := ev.LearnerSince(o.Name); ok && o.Name != node && other > since {
+	// The history's nodes, not the final look: the promote-refused trigger
+	// counts refusals while the run goes on.
+	for _, o := range ev.nodes {
+		if other, ok := ev.LearnerSince(o.Name); ok && o.Role == target.ControlPlane && o.Name != node && other > since {
 			end(other)
 		}
 	}
