@@ -107,7 +107,7 @@ func (n *Naive) apply(ctx context.Context, env *Env, node target.Node) error {
 	}
 	defer ins.Close() //nolint:errcheck
 
-	for attempt := 1; ; attempt++ {
+	return env.wait(ctx, condition{what: node.Name + " to take its configuration", every: naivePoll, check: func(ctx context.Context, _ int) error {
 		callCtx, cancel := context.WithTimeout(ctx, n.callTimeout(env))
 		_, err := ins.ApplyConfiguration(callCtx, &machine.ApplyConfigurationRequest{Data: node.Config, Mode: machine.ApplyConfigurationRequest_AUTO})
 
@@ -115,13 +115,11 @@ func (n *Naive) apply(ctx context.Context, env *Env, node target.Node) error {
 		env.call(node.Name, "ApplyConfiguration", err)
 
 		if !retryApply(n.RetryApply, err) {
-			return nil
+			return nil // the script goes on, whatever happened
 		}
 
-		if serr := sleep(ctx, env.d(naivePoll)); serr != nil {
-			return fmt.Errorf("apply %s: gave up after %d attempts: %w (last error: %s)", node.Name, attempt, serr, errText(err))
-		}
-	}
+		return err
+	}})
 }
 
 // retryApply is the apply loop's decision: a failure is sent again only when
@@ -162,7 +160,7 @@ func (n *Naive) bootstrap(ctx context.Context, env *Env, boot target.Node) error
 	}
 	defer sec.Close() //nolint:errcheck
 
-	for attempt := 1; ; attempt++ {
+	return env.wait(ctx, condition{what: boot.Name + " to accept Bootstrap", every: naivePoll, check: func(ctx context.Context, _ int) error {
 		callCtx, cancel := context.WithTimeout(ctx, n.callTimeout(env))
 		err := sec.Bootstrap(callCtx, &machine.BootstrapRequest{})
 
@@ -173,14 +171,11 @@ func (n *Naive) bootstrap(ctx context.Context, env *Env, boot target.Node) error
 		case bootstrapAccepted:
 			return nil
 		case bootstrapRejected:
-			return fmt.Errorf("bootstrap %s: %w", boot.Name, err)
-		case bootstrapRetry:
+			return stop(fmt.Errorf("bootstrap %s: %w", boot.Name, err))
 		}
 
-		if serr := sleep(ctx, env.d(naivePoll)); serr != nil {
-			return fmt.Errorf("bootstrap %s: not accepted after %d attempts: %w (last error: %s)", boot.Name, attempt, serr, errText(err))
-		}
-	}
+		return err
+	}})
 }
 
 // voters splits the member list the way `talosctl etcd members | grep -c
@@ -233,17 +228,17 @@ func (n *Naive) wait(ctx context.Context, env *Env, boot target.Node, want int) 
 	}
 	defer sec.Close() //nolint:errcheck
 
-	last := ""
+	return env.wait(ctx, condition{what: fmt.Sprintf("%d non-learner etcd members", want), node: boot.Name, log: true, every: naivePoll,
+		check: func(ctx context.Context, _ int) error {
+			callCtx, cancel := context.WithTimeout(ctx, n.callTimeout(env))
+			resp, err := sec.EtcdMemberList(callCtx, &machine.EtcdMemberListRequest{})
 
-	for {
-		callCtx, cancel := context.WithTimeout(ctx, n.callTimeout(env))
-		resp, err := sec.EtcdMemberList(callCtx, &machine.EtcdMemberListRequest{})
+			cancel()
 
-		cancel()
+			if err != nil {
+				return fmt.Errorf("etcd members: %w", err)
+			}
 
-		state := "etcd members: " + errText(err)
-
-		if err == nil {
 			var members []*machine.EtcdMember
 			if msgs := resp.GetMessages(); len(msgs) > 0 {
 				members = msgs[0].GetMembers()
@@ -256,17 +251,7 @@ func (n *Naive) wait(ctx context.Context, env *Env, boot target.Node, want int) 
 				return nil
 			}
 
-			state = fmt.Sprintf("%d of %d non-learner members: voters [%s] learners [%s] missing [%s]",
+			return fmt.Errorf("%d of %d non-learner members: voters [%s] learners [%s] missing [%s]",
 				len(vs), want, strings.Join(vs, " "), strings.Join(ls, " "), strings.Join(missingVoters(env.controlPlanes(), vs), " "))
-		}
-
-		if state != last {
-			env.Log.Add(boot.Name, "orchestrator.wait", state)
-			last = state
-		}
-
-		if serr := sleep(ctx, env.d(naivePoll)); serr != nil {
-			return fmt.Errorf("waiting for %d non-learner etcd members: %w (last: %s)", want, serr, last)
-		}
-	}
+		}})
 }

@@ -134,7 +134,7 @@ func TestNaiveRunStopsBeforeBootstrapWithRetryApply(t *testing.T) {
 	defer cancel()
 
 	err := (&Naive{RetryApply: true}).Run(ctx, env)
-	if err == nil || !strings.Contains(err.Error(), "apply cp1") {
+	if err == nil || !strings.Contains(err.Error(), "waiting for cp1 to take its configuration: context deadline exceeded") {
 		t.Fatalf("Run = %v, want it to give up applying to cp1", err)
 	}
 
@@ -152,7 +152,7 @@ func TestNaiveBootstrapRetriedUntilDeadline(t *testing.T) {
 	defer cancel()
 
 	err := (&Naive{}).Run(ctx, env)
-	if err == nil || !strings.Contains(err.Error(), "bootstrap cp2: not accepted") {
+	if err == nil || !strings.Contains(err.Error(), "waiting for cp2 to accept Bootstrap: context deadline exceeded") {
 		t.Fatalf("Run = %v, want the bootstrap to time out", err)
 	}
 

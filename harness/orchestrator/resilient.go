@@ -112,64 +112,59 @@ func (r *Resilient) preflight(ctx context.Context, env *Env, n target.Node) (boo
 	}
 	defer sec.Close() //nolint:errcheck
 
-	for {
-		callCtx, cancel := context.WithTimeout(ctx, r.callTimeout(env))
-		_, err := ins.Disks(callCtx)
+	configured := false
 
+	err = env.wait(ctx, condition{what: n.Name + "'s API to answer", every: 2 * time.Second, check: func(ctx context.Context, _ int) error {
+		callCtx, cancel := context.WithTimeout(ctx, r.callTimeout(env))
+		defer cancel()
+
+		_, err := ins.Disks(callCtx)
 		if err == nil {
-			cancel()
 			env.call(n.Name, "Disks (insecure preflight)", nil)
 
-			return false, nil
+			return nil
 		}
 
 		if strings.Contains(err.Error(), "tls: certificate required") {
-			_, serr := sec.Version(callCtx)
-			cancel()
+			if _, serr := sec.Version(callCtx); serr == nil {
+				configured = true
 
-			if serr == nil {
-				return true, nil
+				return nil
 			}
-		} else {
-			cancel()
 		}
 
-		if serr := sleep(ctx, env.d(2*time.Second)); serr != nil {
-			return false, fmt.Errorf("preflight %s: %w (last error: %s)", n.Name, serr, errText(err))
-		}
-	}
+		return err
+	}})
+
+	return configured, err
 }
 
 // apply sends the config with exponential backoff.
 func (r *Resilient) apply(ctx context.Context, env *Env, n target.Node) error {
-	backoff := env.d(time.Second)
+	return env.wait(ctx, condition{what: n.Name + " to take its configuration", every: time.Second, backoff: 30 * time.Second,
+		check: func(ctx context.Context, _ int) error {
+			err := r.applyOnce(ctx, env, n)
+			if err == nil {
+				return nil
+			}
 
-	for attempt := 1; ; attempt++ {
-		err := r.applyOnce(ctx, env, n)
-		if err == nil {
-			return nil
-		}
+			if status.Code(err) == codes.InvalidArgument {
+				return stop(fmt.Errorf("%w: %s: %s", ErrConfigInvalid, n.Name, status.Convert(err).Message()))
+			}
 
-		if status.Code(err) == codes.InvalidArgument {
-			return fmt.Errorf("%w: %s: %s", ErrConfigInvalid, n.Name, status.Convert(err).Message())
-		}
+			// Ambiguous failure: the config may have been applied, and the
+			// node then leaves maintenance within seconds. Watch for that
+			// before sending the config again (a resend through the
+			// insecure client would only be told "tls: certificate
+			// required").
+			if r.leavesMaintenance(ctx, env, n) {
+				env.Log.Add(n.Name, "orchestrator.recovered", n.Name+" left maintenance although the apply call failed: treating it as applied")
 
-		// Ambiguous failure: the config may have been applied, and the node then
-		// leaves maintenance within seconds. Watch for that before sending the
-		// config again (a resend through the insecure client would only be told
-		// "tls: certificate required").
-		if r.leavesMaintenance(ctx, env, n) {
-			env.Log.Add(n.Name, "orchestrator.recovered", n.Name+" left maintenance although the apply call failed: treating it as applied")
+				return nil
+			}
 
-			return nil
-		}
-
-		if err := sleep(ctx, backoff); err != nil {
-			return fmt.Errorf("apply %s: gave up after %d attempts: %w", n.Name, attempt, err)
-		}
-
-		backoff = min(backoff*2, env.d(30*time.Second))
-	}
+			return err
+		}})
 }
 
 func (r *Resilient) applyOnce(ctx context.Context, env *Env, n target.Node) error {
@@ -191,17 +186,12 @@ func (r *Resilient) applyOnce(ctx context.Context, env *Env, n target.Node) erro
 // leavesMaintenance watches, for a few seconds of Talos time, whether the node
 // switches to mutual TLS after an apply whose outcome is unknown.
 func (r *Resilient) leavesMaintenance(ctx context.Context, env *Env, n target.Node) bool {
-	deadline := time.Now().Add(env.d(10 * time.Second))
+	return env.wait(ctx, condition{what: n.Name + " to leave maintenance", every: time.Second, within: 10 * time.Second,
+		check: func(ctx context.Context, _ int) error {
+			_, err := r.leftMaintenance(ctx, env, n)
 
-	for {
-		if left, _ := r.leftMaintenance(ctx, env, n); left {
-			return true
-		}
-
-		if time.Now().After(deadline) || sleep(ctx, env.d(time.Second)) != nil {
-			return false
-		}
-	}
+			return err
+		}}) == nil
 }
 
 // leftMaintenance asks the node with the talosconfig client.
@@ -249,7 +239,7 @@ func (r *Resilient) waitConfigured(ctx context.Context, env *Env, n target.Node,
 		reported bool
 	)
 
-	for {
+	return env.wait(ctx, condition{what: n.Name + " to leave maintenance", every: 2 * time.Second, check: func(ctx context.Context, _ int) error {
 		left, err := r.leftMaintenance(ctx, env, n)
 		if left {
 			env.call(n.Name, "Version (left maintenance)", nil)
@@ -282,10 +272,8 @@ func (r *Resilient) waitConfigured(ctx context.Context, env *Env, n target.Node,
 			return nil
 		}
 
-		if err := sleep(ctx, env.d(2*time.Second)); err != nil {
-			return fmt.Errorf("%s did not leave maintenance: %s", n.Name, errText(last))
-		}
-	}
+		return err
+	}})
 }
 
 // portRE matches the ephemeral ports of connection errors ("127.0.0.1:44852->").
@@ -307,7 +295,7 @@ func (r *Resilient) bootstrap(ctx context.Context, env *Env, n target.Node) erro
 	}
 	defer sec.Close() //nolint:errcheck
 
-	for {
+	return env.wait(ctx, condition{what: n.Name + " to accept Bootstrap", every: 5 * time.Second, check: func(ctx context.Context, _ int) error {
 		callCtx, cancel := context.WithTimeout(ctx, r.callTimeout(env))
 		err := sec.Bootstrap(callCtx, &machine.BootstrapRequest{})
 
@@ -318,13 +306,11 @@ func (r *Resilient) bootstrap(ctx context.Context, env *Env, n target.Node) erro
 		case codes.OK, codes.AlreadyExists:
 			return nil
 		case codes.InvalidArgument, codes.Unimplemented, codes.PermissionDenied:
-			return fmt.Errorf("bootstrap %s: %w", n.Name, err)
+			return stop(fmt.Errorf("bootstrap %s: %w", n.Name, err))
 		}
 
-		if err := sleep(ctx, env.d(5*time.Second)); err != nil {
-			return fmt.Errorf("bootstrap %s: %w", n.Name, err)
-		}
-	}
+		return err
+	}})
 }
 
 // Learners the resilient orchestrator stops waiting for (Talos time).
@@ -362,77 +348,67 @@ func (r *Resilient) waitVoters(ctx context.Context, env *Env, boot target.Node) 
 		want = append(want, n.Name)
 	}
 
-	last := ""
 	learnerSince := map[uint64]time.Time{}
 	handled := map[uint64]bool{}
 	remedied := map[string]time.Time{}
 
-	for {
+	return env.wait(ctx, condition{what: "every control plane to be an etcd voter", node: boot.Name, log: true, every: 5 * time.Second, check: func(ctx context.Context, _ int) error {
 		callCtx, cancel := context.WithTimeout(ctx, r.callTimeout(env))
 		resp, err := sec.EtcdMemberList(callCtx, &machine.EtcdMemberListRequest{})
 
 		cancel()
 
-		state := errText(err)
-
-		if err == nil {
-			var voters, learners []string
-
-			members := resp.GetMessages()[0].GetMembers()
-
-			for _, m := range members {
-				name := m.GetHostname()
-				if name == "" {
-					name = "(unstarted)"
-				}
-
-				if !m.GetIsLearner() {
-					voters = append(voters, name)
-
-					continue
-				}
-
-				learners = append(learners, name)
-
-				if _, ok := learnerSince[m.GetId()]; !ok {
-					learnerSince[m.GetId()] = time.Now()
-				}
-
-				if !handled[m.GetId()] {
-					done, err := r.unblock(ctx, env, sec, m, time.Since(learnerSince[m.GetId()]))
-					if err != nil {
-						return err
-					}
-
-					handled[m.GetId()] = done
-				}
-			}
-
-			missing := slices.DeleteFunc(slices.Clone(want), func(s string) bool { return slices.Contains(voters, s) })
-			if len(missing) == 0 {
-				env.Log.Add(boot.Name, "orchestrator.voters", "all control planes are voters: "+strings.Join(voters, ", "))
-
-				return nil
-			}
-
-			for _, name := range missing {
-				if err := r.restartStuck(ctx, env, sec, members, name, remedied); err != nil {
-					return err
-				}
-			}
-
-			state = fmt.Sprintf("voters [%s] learners [%s] waiting for [%s]", strings.Join(voters, " "), strings.Join(learners, " "), strings.Join(missing, " "))
+		if err != nil {
+			return err
 		}
 
-		if state != last {
-			env.Log.Add(boot.Name, "orchestrator.wait", state)
-			last = state
+		var voters, learners []string
+
+		members := resp.GetMessages()[0].GetMembers()
+
+		for _, m := range members {
+			name := m.GetHostname()
+			if name == "" {
+				name = "(unstarted)"
+			}
+
+			if !m.GetIsLearner() {
+				voters = append(voters, name)
+
+				continue
+			}
+
+			learners = append(learners, name)
+
+			if _, ok := learnerSince[m.GetId()]; !ok {
+				learnerSince[m.GetId()] = time.Now()
+			}
+
+			if !handled[m.GetId()] {
+				done, err := r.unblock(ctx, env, sec, m, time.Since(learnerSince[m.GetId()]))
+				if err != nil {
+					return stop(err)
+				}
+
+				handled[m.GetId()] = done
+			}
 		}
 
-		if err := sleep(ctx, env.d(5*time.Second)); err != nil {
-			return fmt.Errorf("not every control plane became an etcd voter: %s", last)
+		missing := slices.DeleteFunc(slices.Clone(want), func(s string) bool { return slices.Contains(voters, s) })
+		if len(missing) == 0 {
+			env.Log.Add(boot.Name, "orchestrator.voters", "all control planes are voters: "+strings.Join(voters, ", "))
+
+			return nil
 		}
-	}
+
+		for _, name := range missing {
+			if err := r.restartStuck(ctx, env, sec, members, name, remedied); err != nil {
+				return stop(err)
+			}
+		}
+
+		return fmt.Errorf("voters [%s] learners [%s] waiting for [%s]", strings.Join(voters, " "), strings.Join(learners, " "), strings.Join(missing, " "))
+	}})
 }
 
 // Remedies implements Remedial.
@@ -700,40 +676,54 @@ func (r *Resilient) removeMember(ctx context.Context, env *Env, sec *client.Clie
 	return sec.EtcdRemoveMemberByID(callCtx, &machine.EtcdRemoveMemberByIDRequest{MemberId: m.GetId()})
 }
 
-// waitHealthy polls ServiceList until etcd is Running and healthy on every control plane.
+// waitHealthy polls ServiceList until etcd is Running and healthy on every
+// control plane, looking at every one of them each time, as Talos's
+// ServiceHealthAssertion does (pkg/cluster/check/service.go), with its
+// texts.
 func (r *Resilient) waitHealthy(ctx context.Context, env *Env) error {
-	for _, n := range env.controlPlanes() {
+	cps := env.controlPlanes()
+	clients := make([]*client.Client, 0, len(cps))
+
+	defer func() {
+		for _, c := range clients {
+			c.Close() //nolint:errcheck
+		}
+	}()
+
+	for _, n := range cps {
 		sec, err := env.secure(ctx, n)
 		if err != nil {
 			return err
 		}
 
-		err = func() error {
-			defer sec.Close() //nolint:errcheck
+		clients = append(clients, sec)
+	}
 
-			last := ""
+	err := env.wait(ctx, condition{what: "etcd to be healthy on every control plane", every: 5 * time.Second, check: func(ctx context.Context, _ int) error {
+		var errs []error
 
-			for {
-				s, err := r.etcdService(ctx, env, sec)
+		for i, n := range cps {
+			s, err := r.etcdService(ctx, env, clients[i])
 
-				last = errText(err)
-
-				if err == nil {
-					if s.GetState() == "Running" && s.GetHealth().GetHealthy() {
-						return nil
-					}
-
-					last = fmt.Sprintf("etcd %s, health: %s", s.GetState(), s.GetHealth().GetLastMessage())
+			switch {
+			case err != nil:
+				errs = append(errs, fmt.Errorf("%s: %w", n.Name, err))
+			case s.GetState() != "Running":
+				msg := ""
+				if evs := s.GetEvents().GetEvents(); len(evs) > 0 {
+					msg = evs[len(evs)-1].GetMsg()
 				}
 
-				if err := sleep(ctx, env.d(5*time.Second)); err != nil {
-					return fmt.Errorf("etcd on %s is not healthy: %s", n.Name, last)
-				}
+				errs = append(errs, fmt.Errorf("%s: service %q not in expected state %q: current state [%s] %s", n.Name, "etcd", "Running", s.GetState(), msg))
+			case !s.GetHealth().GetHealthy():
+				errs = append(errs, fmt.Errorf("%s: service is not healthy: %s", n.Name, "etcd"))
 			}
-		}()
-		if err != nil {
-			return err
 		}
+
+		return errors.Join(errs...)
+	}})
+	if err != nil {
+		return err
 	}
 
 	env.Log.Add("", "orchestrator.done", "etcd is healthy on every control plane")

@@ -35,7 +35,7 @@ func TestWaitConfiguredGoesOnWithoutASilentNode(t *testing.T) {
 	short, cancelShort := context.WithTimeout(context.Background(), time.Second)
 	defer cancelShort()
 
-	if err := r.waitConfigured(short, env, env.Nodes[1], false); err == nil || !strings.Contains(err.Error(), "cp2 did not leave maintenance") {
+	if err := r.waitConfigured(short, env, env.Nodes[1], false); err == nil || !strings.Contains(err.Error(), "waiting for cp2 to leave maintenance") {
 		t.Errorf("bootstrap node: %v", err)
 	}
 }
