@@ -350,7 +350,7 @@ func (n *Node) newEtcdClient(ctx context.Context, endpoints []string) (*clientv3
 func (n *Node) Reboot() error {
 	n.c.goNode(func() {
 		n.replyGrace()
-		n.powerCycle(wipeNothing, false, false, false)
+		n.powerCycle(cycle{})
 	})
 
 	return nil
@@ -361,7 +361,7 @@ func (n *Node) Reboot() error {
 func (n *Node) Shutdown() error {
 	n.c.goNode(func() {
 		n.replyGrace()
-		n.powerCycle(wipeNothing, false, true, false)
+		n.powerCycle(cycle{halt: true})
 	})
 
 	return nil
@@ -394,7 +394,7 @@ func (n *Node) Reset(req *machine.ResetRequest) error {
 
 	n.c.goNode(func() {
 		n.replyGrace()
-		n.powerCycle(wipe, req.GetGraceful(), !req.GetReboot(), false)
+		n.powerCycle(cycle{wipe: wipe, graceful: req.GetGraceful(), halt: !req.GetReboot()})
 	})
 
 	return nil
@@ -457,17 +457,31 @@ func (n *Node) leaveForReset() error {
 // plane on metal (v1alpha1_sequencer.go Reset: drain, cleanup, dbus, leave).
 const leavePhase = 4
 
-// powerCycle takes the node down (services stopped, API closed), erases what the
-// wipe mode says, and boots it again unless halt.
-func (n *Node) powerCycle(wipe wipeMode, graceful, halt, cut bool) {
+// cycle is how a node goes down and what comes back.
+type cycle struct {
+	// wipe is what is erased while it is down.
+	wipe wipeMode
+	// graceful: a control plane leaves etcd first (a graceful reset).
+	graceful bool
+	// halt: it stays down (powered off, or a reset without reboot).
+	halt bool
+	// cut: the power is cut; etcd gets no SIGTERM, no leadership transfer.
+	cut bool
+}
+
+// powerCycle takes the node down (services stopped, API closed), erases what
+// c.wipe says, and boots it again unless c.halt.
+func (n *Node) powerCycle(c cycle) {
 	n.powerMu.Lock()
 	defer n.powerMu.Unlock()
 
+	wipe := c.wipe
+
 	// A power cut gives etcd no SIGTERM: no leadership transfer on the way down.
-	n.powerCut.Store(cut)
+	n.powerCut.Store(c.cut)
 	defer n.powerCut.Store(false)
 
-	if graceful && n.role == target.ControlPlane {
+	if c.graceful && n.role == target.ControlPlane {
 		if err := n.leaveForReset(); err != nil {
 			// The sequencer's task and phase errors (v1alpha1_controller.go).
 			n.machined.Printf("task leaveEtcd (1/1): failed: %s", err)
@@ -504,7 +518,7 @@ func (n *Node) powerCycle(wipe wipeMode, graceful, halt, cut bool) {
 		os.RemoveAll(n.dataDir) //nolint:errcheck
 	}
 
-	if halt {
+	if c.halt {
 		return
 	}
 

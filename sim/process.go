@@ -27,11 +27,11 @@ func (c *Cluster) Process(ctx context.Context, node string, op target.ProcessOp)
 	case target.PauseNode:
 		return c.pauseNode(ctx, n)
 	case target.RebootNode:
-		c.goNode(func() { n.powerCycle(wipeNothing, false, false, true) })
+		c.goNode(func() { n.powerCycle(cycle{cut: true}) })
 
 		return noop, nil
 	case target.PowerOff:
-		c.goNode(func() { n.powerCycle(wipeNothing, false, true, true) })
+		c.goNode(func() { n.powerCycle(cycle{halt: true, cut: true}) })
 
 		return func() error {
 			c.goNode(n.powerOn)
@@ -39,11 +39,11 @@ func (c *Cluster) Process(ctx context.Context, node string, op target.ProcessOp)
 			return nil
 		}, nil
 	case target.WipeEtcd:
-		c.goNode(func() { n.powerCycle(wipeEtcd, false, false, true) })
+		c.goNode(func() { n.powerCycle(cycle{wipe: wipeEtcd, cut: true}) })
 
 		return noop, nil
 	case target.ResetGraceful, target.ResetForced:
-		c.goNode(func() { n.powerCycle(wipeAll, op == target.ResetGraceful, false, false) })
+		c.goNode(func() { n.powerCycle(cycle{wipe: wipeAll, graceful: op == target.ResetGraceful}) })
 
 		return noop, nil
 	}
