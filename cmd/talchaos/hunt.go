@@ -17,6 +17,7 @@ import (
 	"github.com/talchaos/talchaos/harness/buildinfo"
 	"github.com/talchaos/talchaos/harness/result"
 	"github.com/talchaos/talchaos/harness/scenario"
+	"github.com/talchaos/talchaos/harness/seedpool"
 	"github.com/talchaos/talchaos/harness/target"
 	"github.com/talchaos/talchaos/reports"
 	"github.com/talchaos/talchaos/reports/stats"
@@ -177,85 +178,64 @@ func huntSeeds(ctx context.Context, sc *scenario.Scenario, tgt target.Target, se
 		runs     []reports.HuntRun
 		stop     error
 		inputErr error
-		next     int
 	)
 
-	var wg sync.WaitGroup
+	// first keeps the first of the errors that end the hunt.
+	first := func(target *error, err error) {
+		mu.Lock()
+		defer mu.Unlock()
 
-	for range min(opts.parallel, len(seeds)) {
-		wg.Add(1)
-
-		go func() {
-			defer wg.Done()
-
-			for {
-				mu.Lock()
-				if next >= len(seeds) || stop != nil || inputErr != nil || ctx.Err() != nil {
-					if stop == nil && ctx.Err() != nil {
-						stop = interruptedRun(ctx, ctx.Err())
-					}
-					mu.Unlock()
-
-					return
-				}
-
-				seed := seeds[next]
-				next++
-				mu.Unlock()
-
-				replay := replayCommand(arg, opts.runOptions, seed)
-
-				res, err := harness.Run(ctx, sc, harness.Options{
-					Target: tgt, Seed: seed, AllowDestructive: opts.allowDestructive, Replay: replay,
-				})
-				if err != nil && harness.IsInputError(err) {
-					mu.Lock()
-					inputErr = err
-					mu.Unlock()
-
-					return
-				}
-
-				interrupted := false
-				if ierr := interruptedRun(ctx, err); ierr != err { //nolint:errorlint // identity: was it replaced
-					interrupted = true
-					res.Error = ierr.Error()
-
-					mu.Lock()
-					if stop == nil {
-						stop = ierr
-					}
-					mu.Unlock()
-				}
-
-				rel := fmt.Sprintf("seed-%d", seed)
-				if _, werr := reports.Write(filepath.Join(opts.reportDir, rel), res); werr != nil {
-					mu.Lock()
-					if stop == nil {
-						stop = werr
-					}
-					mu.Unlock()
-
-					return
-				}
-
-				run := reports.HuntRun{Run: stats.Run{
-					Seed: seed, Verdict: huntVerdict(res), Diagnoses: diagnosisCodes(res), DurationMs: res.DurationMs, Replay: replay,
-				}, Report: rel, Failure: firstFailure(res)}
-
-				// An interrupted seed is neither a pass nor a failure.
-				bar.finished(run, interrupted)
-
-				if !interrupted {
-					mu.Lock()
-					runs = append(runs, run)
-					mu.Unlock()
-				}
-			}
-		}()
+		if *target == nil {
+			*target = err
+		}
 	}
 
-	wg.Wait()
+	seedpool.Run(ctx, seeds, opts.parallel, func(seed int64) bool {
+		replay := replayCommand(arg, opts.runOptions, seed)
+
+		res, err := harness.Run(ctx, sc, harness.Options{
+			Target: tgt, Seed: seed, AllowDestructive: opts.allowDestructive, Replay: replay,
+		})
+		if err != nil && harness.IsInputError(err) {
+			first(&inputErr, err)
+
+			return false
+		}
+
+		interrupted := false
+		if ierr := interruptedRun(ctx, err); ierr != err { //nolint:errorlint // identity: was it replaced
+			interrupted = true
+			res.Error = ierr.Error()
+
+			first(&stop, ierr)
+		}
+
+		rel := fmt.Sprintf("seed-%d", seed)
+		if _, werr := reports.Write(filepath.Join(opts.reportDir, rel), res); werr != nil {
+			first(&stop, werr)
+
+			return false
+		}
+
+		run := reports.HuntRun{Run: stats.Run{
+			Seed: seed, Verdict: huntVerdict(res), Diagnoses: diagnosisCodes(res), DurationMs: res.DurationMs, Replay: replay,
+		}, Report: rel, Failure: firstFailure(res)}
+
+		// An interrupted seed is neither a pass nor a failure.
+		bar.finished(run, interrupted)
+
+		if !interrupted {
+			mu.Lock()
+			runs = append(runs, run)
+			mu.Unlock()
+		}
+
+		return !interrupted
+	})
+
+	if stop == nil && ctx.Err() != nil {
+		stop = interruptedRun(ctx, ctx.Err())
+	}
 
 	slices.SortFunc(runs, func(a, b reports.HuntRun) int { return cmp.Compare(a.Seed, b.Seed) })
 

@@ -17,6 +17,7 @@ import (
 	"github.com/talchaos/talchaos/harness/chaos"
 	"github.com/talchaos/talchaos/harness/scenario"
 	"github.com/talchaos/talchaos/harness/scratch"
+	"github.com/talchaos/talchaos/harness/seedpool"
 	"github.com/talchaos/talchaos/harness/shrink"
 	"github.com/talchaos/talchaos/harness/target"
 	"github.com/talchaos/talchaos/reports"
@@ -163,53 +164,35 @@ func reproduction(parent context.Context, sc *scenario.Scenario, tgt target.Targ
 	var (
 		mu           sync.Mutex
 		hits, misses int
-		next         int
 		failure      error
-		wg           sync.WaitGroup
 	)
 
-	for range min(opts.parallel, len(seeds)) {
-		wg.Go(func() {
-			for {
-				mu.Lock()
-				if next >= len(seeds) || ctx.Err() != nil {
-					mu.Unlock()
-
-					return
-				}
-
-				seed := seeds[next]
-				next++
-				mu.Unlock()
-
-				res, err := harness.Run(ctx, sc, harness.Options{
-					Target: tgt, Seed: seed, AllowDestructive: opts.allowDestructive, Replay: "(a shrink candidate)",
-				})
-
-				mu.Lock()
-
-				switch {
-				case err != nil && harness.IsInputError(err):
-					failure = fmt.Errorf("%w: %s", shrink.ErrInvalid, err)
-
-					cancel()
-				case ctx.Err() != nil:
-					// Stopped: by the caller, or because the rate is out of reach.
-				default:
-					key := stats.Outcome{Verdict: huntVerdict(res), Diagnoses: diagnosisCodes(res)}.Key()
-					if key == want {
-						hits++
-					} else if misses++; misses > allowed {
-						cancel()
-					}
-				}
-
-				mu.Unlock()
-			}
+	seedpool.Run(ctx, seeds, opts.parallel, func(seed int64) bool {
+		res, err := harness.Run(ctx, sc, harness.Options{
+			Target: tgt, Seed: seed, AllowDestructive: opts.allowDestructive, Replay: "(a shrink candidate)",
 		})
-	}
 
-	wg.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+
+		switch {
+		case err != nil && harness.IsInputError(err):
+			failure = fmt.Errorf("%w: %s", shrink.ErrInvalid, err)
+
+			cancel()
+		case ctx.Err() != nil:
+			// Stopped: by the caller, or because the rate is out of reach.
+		default:
+			key := stats.Outcome{Verdict: huntVerdict(res), Diagnoses: diagnosisCodes(res)}.Key()
+			if key == want {
+				hits++
+			} else if misses++; misses > allowed {
+				cancel()
+			}
+		}
+
+		return true
+	})
 
 	switch {
 	case parent.Err() != nil:
