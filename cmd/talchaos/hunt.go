@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -72,11 +73,9 @@ per seed), summary.md and seed-N/. Exit code 0 when every seed passed, 1 otherwi
 	return cmd
 }
 
-// runHunt hunts and writes the hunt's reports; the hunt is returned also
-// when seeds failed (the error is then an exitFail).
+// runHunt is the hunt command: it checks its input, then hunts. The hunt is
+// returned also when seeds failed (the error is then an exitFail).
 func runHunt(cmd *cobra.Command, arg string, opts huntOptions) (*reports.Hunt, error) {
-	out := cmd.OutOrStdout()
-
 	seeds, err := parseSeeds(opts.seeds)
 	if err != nil {
 		return nil, &exitError{code: exitInput, err: err}
@@ -112,6 +111,14 @@ func runHunt(cmd *cobra.Command, arg string, opts huntOptions) (*reports.Hunt, e
 
 	reapLeftovers(cmd.ErrOrStderr())
 
+	return hunt(cmd.Context(), cmd.OutOrStdout(), sc, tgt, seeds, arg, opts)
+}
+
+// hunt runs sc on tgt over the seeds, opts.parallel at a time, writes the
+// hunt's reports into opts.reportDir (checked by the caller) and prints its
+// summary: what `hunt` and `nightly` (one built-in after another) do. The
+// hunt is returned also when seeds failed (the error is then an exitFail).
+func hunt(ctx context.Context, out io.Writer, sc *scenario.Scenario, tgt target.Target, seeds []int64, arg string, opts huntOptions) (*reports.Hunt, error) {
 	if err := os.MkdirAll(opts.reportDir, 0o755); err != nil { //nolint:gosec // reports are meant to be read
 		return nil, &exitError{code: exitHarness, err: err}
 	}
@@ -119,7 +126,7 @@ func runHunt(cmd *cobra.Command, arg string, opts huntOptions) (*reports.Hunt, e
 	started := time.Now()
 	bar := newHuntProgress(out, len(seeds), isTerminal(out))
 
-	runs, stop, inputErr := huntSeeds(cmd.Context(), sc, tgt, seeds, arg, opts, bar)
+	runs, stop, inputErr := huntSeeds(ctx, sc, tgt, seeds, arg, opts, bar)
 	if inputErr != nil {
 		return nil, &exitError{code: exitInput, err: inputErr}
 	}

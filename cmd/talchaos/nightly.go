@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"html"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/talchaos/talchaos/harness/buildinfo"
 	"github.com/talchaos/talchaos/harness/scratch"
+	"github.com/talchaos/talchaos/harness/target"
 	"github.com/talchaos/talchaos/reports"
 	"github.com/talchaos/talchaos/reports/stats"
 	"github.com/talchaos/talchaos/scenarios"
@@ -108,12 +110,22 @@ func runNightly(cmd *cobra.Command, opts nightlyOptions) error {
 
 	ledger := &stats.Ledger{Created: time.Now().UTC(), Tool: buildinfo.Read().String()}
 
+	// Checked by checkNightlyFlags; the built-ins run on the sim.
+	seeds, _ := parseSeeds(opts.seeds) //nolint:errcheck
+
+	tgt, err := targetFor(opts.runOptions)
+	if err != nil {
+		return &exitError{code: exitInput, err: err}
+	}
+
+	reapLeftovers(cmd.ErrOrStderr())
+
 	var hunts []*reports.Hunt
 
 	for _, name := range names {
 		fmt.Fprintf(out, "== %s\n", name)
 
-		h, err := nightlyHunt(cmd, name, opts)
+		h, err := nightlyHunt(cmd.Context(), out, tgt, seeds, name, opts)
 		if err != nil {
 			return err
 		}
@@ -195,11 +207,16 @@ func checkNightlyFlags(cmd *cobra.Command, opts nightlyOptions) ([]string, error
 
 // nightlyHunt hunts one built-in into OUT/NAME; failing seeds are the
 // ledger's business, not an error.
-func nightlyHunt(cmd *cobra.Command, name string, opts nightlyOptions) (*reports.Hunt, error) {
+func nightlyHunt(ctx context.Context, out io.Writer, tgt target.Target, seeds []int64, name string, opts nightlyOptions) (*reports.Hunt, error) {
 	sub := opts.huntOptions
 	sub.reportDir = filepath.Join(opts.reportDir, name)
 
-	h, err := runHunt(cmd, name, sub)
+	sc, err := loadScenario(name)
+	if err != nil {
+		return nil, &exitError{code: exitInput, err: err}
+	}
+
+	h, err := hunt(ctx, out, sc, tgt, seeds, name, sub)
 
 	var ee *exitError
 	if err != nil && (!errors.As(err, &ee) || ee.code != exitFail) {
