@@ -20,18 +20,30 @@ import (
 // GetLocalMemberID). etcd's own errors pass through, wrapped as Talos wraps
 // them.
 
+// etcdClient is how each etcd handler of machined starts: the control-plane
+// check (named after the talosctl command, as Talos names it), then a client
+// of the cluster or of the local member; done closes it.
+func (m *machineServer) etcdClient(ctx context.Context, check string, local bool) (*clientv3.Client, func(), error) {
+	if err := m.checkControlplane(check); err != nil {
+		return nil, nil, err
+	}
+
+	client, err := m.backend().EtcdClient(ctx, local)
+	if err != nil {
+		return nil, nil, fmt.Errorf("failed to create etcd client: %w", err)
+	}
+
+	return client, func() { client.Close() }, nil //nolint:errcheck
+}
+
 // EtcdLeaveCluster removes the local member, stops etcd and removes its data.
 func (m *machineServer) EtcdLeaveCluster(ctx context.Context, _ *machine.EtcdLeaveClusterRequest) (*machine.EtcdLeaveClusterResponse, error) {
-	if err := m.checkControlplane("etcd leave"); err != nil {
+	client, done, err := m.etcdClient(ctx, "etcd leave", false)
+	if err != nil {
 		return nil, err
 	}
 
-	client, err := m.backend().EtcdClient(ctx, false)
-	if err != nil {
-		return nil, fmt.Errorf("failed to create etcd client: %w", err)
-	}
-
-	defer client.Close() //nolint:errcheck
+	defer done()
 
 	if err = m.backend().LeaveEtcd(clientv3.WithRequireLeader(ctx), client); err != nil {
 		return nil, fmt.Errorf("failed to leave cluster: %w", err)
@@ -43,16 +55,12 @@ func (m *machineServer) EtcdLeaveCluster(ctx context.Context, _ *machine.EtcdLea
 // EtcdForfeitLeadership moves leadership away from the local member, when it
 // leads, to the first other member of the list.
 func (m *machineServer) EtcdForfeitLeadership(ctx context.Context, _ *machine.EtcdForfeitLeadershipRequest) (*machine.EtcdForfeitLeadershipResponse, error) {
-	if err := m.checkControlplane("etcd forfeit leadership"); err != nil {
+	client, done, err := m.etcdClient(ctx, "etcd forfeit leadership", false)
+	if err != nil {
 		return nil, err
 	}
 
-	client, err := m.backend().EtcdClient(ctx, false)
-	if err != nil {
-		return nil, fmt.Errorf("failed to create etcd client: %w", err)
-	}
-
-	defer client.Close() //nolint:errcheck
+	defer done()
 
 	ctx = clientv3.WithRequireLeader(ctx)
 
@@ -137,16 +145,12 @@ func (m *machineServer) forfeit(ctx context.Context, client *clientv3.Client, id
 
 // EtcdAlarmList lists the local member's view of the cluster's alarms.
 func (m *machineServer) EtcdAlarmList(ctx context.Context, _ *emptypb.Empty) (*machine.EtcdAlarmListResponse, error) {
-	if err := m.checkControlplane("etcd alarm list"); err != nil {
+	client, done, err := m.etcdClient(ctx, "etcd alarm list", true)
+	if err != nil {
 		return nil, err
 	}
 
-	client, err := m.backend().EtcdClient(ctx, true)
-	if err != nil {
-		return nil, fmt.Errorf("failed to create etcd client: %w", err)
-	}
-
-	defer client.Close() //nolint:errcheck
+	defer done()
 
 	resp, err := client.AlarmList(ctx)
 	if err != nil {
@@ -159,16 +163,12 @@ func (m *machineServer) EtcdAlarmList(ctx context.Context, _ *emptypb.Empty) (*m
 // EtcdAlarmDisarm disarms every alarm; Talos checks the role under the name
 // "etcd alarm list" here too.
 func (m *machineServer) EtcdAlarmDisarm(ctx context.Context, _ *emptypb.Empty) (*machine.EtcdAlarmDisarmResponse, error) {
-	if err := m.checkControlplane("etcd alarm list"); err != nil {
+	client, done, err := m.etcdClient(ctx, "etcd alarm list", true)
+	if err != nil {
 		return nil, err
 	}
 
-	client, err := m.backend().EtcdClient(ctx, true)
-	if err != nil {
-		return nil, fmt.Errorf("failed to create etcd client: %w", err)
-	}
-
-	defer client.Close() //nolint:errcheck
+	defer done()
 
 	resp, err := client.AlarmDisarm(ctx, &clientv3.AlarmMember{})
 	if err != nil {
@@ -180,16 +180,12 @@ func (m *machineServer) EtcdAlarmDisarm(ctx context.Context, _ *emptypb.Empty) (
 
 // EtcdDefragment defragments the local member's backend.
 func (m *machineServer) EtcdDefragment(ctx context.Context, _ *emptypb.Empty) (*machine.EtcdDefragmentResponse, error) {
-	if err := m.checkControlplane("etcd defragment"); err != nil {
+	client, done, err := m.etcdClient(ctx, "etcd defragment", true)
+	if err != nil {
 		return nil, err
 	}
 
-	client, err := m.backend().EtcdClient(ctx, true)
-	if err != nil {
-		return nil, fmt.Errorf("failed to create etcd client: %w", err)
-	}
-
-	defer client.Close() //nolint:errcheck
+	defer done()
 
 	if _, err = client.Defragment(ctx, m.backend().EtcdClientEndpoint()); err != nil {
 		return nil, fmt.Errorf("failed to defragment etcd: %w", err)

@@ -218,16 +218,12 @@ func (m *machineServer) EtcdMemberList(ctx context.Context, in *machine.EtcdMemb
 
 // EtcdRemoveMemberByID removes a member through the discovered endpoints.
 func (m *machineServer) EtcdRemoveMemberByID(ctx context.Context, in *machine.EtcdRemoveMemberByIDRequest) (*machine.EtcdRemoveMemberByIDResponse, error) {
-	if err := m.checkControlplane("etcd remove member"); err != nil {
+	client, done, err := m.etcdClient(ctx, "etcd remove member", false)
+	if err != nil {
 		return nil, err
 	}
 
-	client, err := m.backend().EtcdClient(ctx, false)
-	if err != nil {
-		return nil, fmt.Errorf("failed to create etcd client: %w", err)
-	}
-
-	defer client.Close() //nolint:errcheck
+	defer done()
 
 	if _, err = client.MemberRemove(clientv3.WithRequireLeader(ctx), in.MemberId); err != nil {
 		err = fmt.Errorf("failed to remove member %d: %w", in.MemberId, err)
@@ -244,16 +240,12 @@ func (m *machineServer) EtcdRemoveMemberByID(ctx context.Context, in *machine.Et
 
 // EtcdStatus queries the local member; it works on a learner.
 func (m *machineServer) EtcdStatus(ctx context.Context, _ *emptypb.Empty) (*machine.EtcdStatusResponse, error) {
-	if err := m.checkControlplane("etcd status"); err != nil {
+	client, done, err := m.etcdClient(ctx, "etcd status", true)
+	if err != nil {
 		return nil, err
 	}
 
-	client, err := m.backend().EtcdClient(ctx, true)
-	if err != nil {
-		return nil, fmt.Errorf("failed to create etcd client: %w", err)
-	}
-
-	defer client.Close() //nolint:errcheck
+	defer done()
 
 	resp, err := client.Status(ctx, m.backend().EtcdClientEndpoint())
 	if err != nil {
