@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/talchaos/talchaos/harness/fileerr"
 )
 
 // MaxErrors is how many problems one file reports at most: a file that is
@@ -55,26 +57,7 @@ func (e *Error) Unwrap() error { return e.Err }
 
 // Errors is every problem found in one file, in file order, printed one per
 // line. errors.As(err, &e) with e an *Error yields the first.
-type Errors []*Error
-
-func (es Errors) Error() string {
-	lines := make([]string, len(es))
-	for i, e := range es {
-		lines[i] = e.Error()
-	}
-
-	return strings.Join(lines, "\n")
-}
-
-// Unwrap lets errors.As and errors.Is see each problem, the first one first.
-func (es Errors) Unwrap() []error {
-	out := make([]error, len(es))
-	for i, e := range es {
-		out[i] = e
-	}
-
-	return out
-}
+type Errors = fileerr.List[*Error]
 
 // Collect returns nil for no problem, the single error as is, or all of them
 // (at most MaxErrors).

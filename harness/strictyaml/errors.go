@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+
+	"github.com/talchaos/talchaos/harness/fileerr"
 )
 
 // Error is one problem in a file. It prints as "FILE:LINE: FIELD: MSG", the form
@@ -39,26 +41,7 @@ func printable(field string) string {
 
 // Errors is every problem found in one file, in line order, printed one per line.
 // errors.As(err, &e) with e an *Error yields the first.
-type Errors []*Error
-
-func (es Errors) Error() string {
-	lines := make([]string, len(es))
-	for i, e := range es {
-		lines[i] = e.Error()
-	}
-
-	return strings.Join(lines, "\n")
-}
-
-// Unwrap lets errors.As and errors.Is see each problem, the first one first.
-func (es Errors) Unwrap() []error {
-	out := make([]error, len(es))
-	for i, e := range es {
-		out[i] = e
-	}
-
-	return out
-}
+type Errors = fileerr.List[*Error]
 
 // Collect returns nil for no problem, the single error as is, or all of them in
 // line order.
