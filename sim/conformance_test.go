@@ -20,6 +20,7 @@ import (
 
 	"github.com/talchaos/talchaos/harness/scenario"
 	"github.com/talchaos/talchaos/harness/talosclient"
+	"github.com/talchaos/talchaos/harness/target"
 )
 
 // Conformance of RPCs a user's script calls around a bootstrap, each row the
@@ -335,17 +336,7 @@ func TestConformanceOfApplyModes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
-	c := startCluster(t, newScenario(1))
-	n := c.Nodes()[0]
-	apply(t, ctx, n)
-
-	cl, err := talosclient.WithConfig(ctx, c.Talosconfig(), n.Endpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close() //nolint:errcheck
-
-	eventually(t, 30*time.Second, func() error { _, err := cl.Version(ctx); return err })
+	n, cl := configuredNode(t, ctx)
 
 	patch := func(lines string) []byte {
 		out := strings.Replace(string(n.Config), "\nmachine:\n", "\nmachine:\n"+lines, 1)
@@ -405,17 +396,7 @@ func TestInsecureClientGetsCertificateRequiredEveryTime(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
-	c := startCluster(t, newScenario(1))
-	n := c.Nodes()[0]
-	apply(t, ctx, n)
-
-	cl, err := talosclient.WithConfig(ctx, c.Talosconfig(), n.Endpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close() //nolint:errcheck
-
-	eventually(t, 30*time.Second, func() error { _, err := cl.Version(ctx); return err })
+	n, _ := configuredNode(t, ctx)
 
 	for i := range 20 {
 		ins, err := talosclient.Insecure(ctx, n.Endpoint)
@@ -557,4 +538,25 @@ func TestGracefulResetLeavesEtcdOrAborts(t *testing.T) {
 
 		return nil
 	})
+}
+
+// configuredNode is a one-node cluster's node, configured, and a talosconfig
+// client that it answers.
+func configuredNode(t *testing.T, ctx context.Context) (target.Node, *client.Client) {
+	t.Helper()
+
+	c := startCluster(t, newScenario(1))
+	n := c.Nodes()[0]
+	apply(t, ctx, n)
+
+	cl, err := talosclient.WithConfig(ctx, c.Talosconfig(), n.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Cleanup(func() { cl.Close() }) //nolint:errcheck
+
+	eventually(t, 30*time.Second, func() error { _, err := cl.Version(ctx); return err })
+
+	return n, cl
 }
