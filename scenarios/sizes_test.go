@@ -119,19 +119,7 @@ func joinTimeoutOfSize(n int) string {
 // the three-node catalogue: it reboots the node and the join runs again.
 // Three control planes are the built-in join-timeout-resilient.
 var _ = Describe("a Failed etcd at size", Label("long"), func() {
-	for i, n := range []int{5, 7} {
-		seed := int64(21 + i)
-
-		It(fmt.Sprintf("%d control planes, seed %d", n, seed), func(ctx SpecContext) {
-			sc, err := chaos.Parse("join-timeout-size.yaml", []byte(joinTimeoutOfSize(n)))
-			Expect(err).NotTo(HaveOccurred())
-
-			res, err := harness.Run(ctx, sc, harness.Options{Target: sim.Target{}, Seed: seed})
-			Expect(err).NotTo(HaveOccurred())
-			Expect(res.Verdict).To(Equal(result.Pass), "%s", reports.Summary(res))
-			Expect(res.Outcome.Voters).To(Equal(n))
-		}, SpecTimeout(6*time.Minute))
-	}
+	passesAtSize("join-timeout-size.yaml", joinTimeoutOfSize, 21)
 })
 
 // crashLoopOfSize is crash-loop-resilient with n control planes: cp2's member
@@ -159,11 +147,18 @@ func crashLoopOfSize(n int) string {
 // The resilient orchestrator ends a crash loop at every size: it wipes the
 // node's etcd data and reboots it, and the node joins as a new member.
 var _ = Describe("a crash-looping etcd at size", Label("long"), func() {
+	passesAtSize("crash-loop-size.yaml", crashLoopOfSize, 31)
+})
+
+// passesAtSize runs the scenario ofSize makes at five and seven control
+// planes (seeds firstSeed and the next): it must pass with every control
+// plane a voter.
+func passesAtSize(file string, ofSize func(n int) string, firstSeed int64) {
 	for i, n := range []int{5, 7} {
-		seed := int64(31 + i)
+		seed := firstSeed + int64(i)
 
 		It(fmt.Sprintf("%d control planes, seed %d", n, seed), func(ctx SpecContext) {
-			sc, err := chaos.Parse("crash-loop-size.yaml", []byte(crashLoopOfSize(n)))
+			sc, err := chaos.Parse(file, []byte(ofSize(n)))
 			Expect(err).NotTo(HaveOccurred())
 
 			res, err := harness.Run(ctx, sc, harness.Options{Target: sim.Target{}, Seed: seed})
@@ -172,4 +167,4 @@ var _ = Describe("a crash-looping etcd at size", Label("long"), func() {
 			Expect(res.Outcome.Voters).To(Equal(n))
 		}, SpecTimeout(6*time.Minute))
 	}
-})
+}
