@@ -52,7 +52,7 @@ func (n *Node) watchBoot(ctx context.Context) {
 	}
 
 	// Outside the boot's goroutines: the reboot waits for them.
-	n.c.goNode(func() { n.powerCycle(cycle{}) })
+	n.c.wg.Go(func() { n.powerCycle(cycle{}) })
 }
 
 // servicesUp reports whether every service of the node is Running and healthy

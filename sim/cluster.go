@@ -157,7 +157,7 @@ func NewClusterWith(ctx context.Context, sc *scenario.Scenario, seed int64, opts
 		}
 	}
 
-	c.goNode(c.runWorkload)
+	c.wg.Go(c.runWorkload)
 
 	// Nodes without a boot delay are up (API listening) when provisioning
 	// returns, as lab VMs are when a bootstrap procedure starts; late ones boot
@@ -172,7 +172,7 @@ func NewClusterWith(ctx context.Context, sc *scenario.Scenario, seed int64, opts
 			continue
 		}
 
-		c.goNode(func() {
+		c.wg.Go(func() {
 			if !n.sleep(c.ctx, delay) {
 				return
 			}
@@ -480,16 +480,6 @@ const etcdOpFloor = 2 * time.Second
 // etcdTimeout is a Talos-time deadline in wall time with the etcdOpFloor.
 func (c *Cluster) etcdTimeout(talos time.Duration) time.Duration {
 	return c.clock.WallAtLeast(talos, etcdOpFloor)
-}
-
-func (c *Cluster) goNode(f func()) {
-	c.wg.Add(1)
-
-	go func() {
-		defer c.wg.Done()
-
-		f()
-	}()
 }
 
 // Nodes implements target.Cluster.

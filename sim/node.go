@@ -348,7 +348,7 @@ func (n *Node) newEtcdClient(ctx context.Context, endpoints []string) (*clientv3
 // Reboot implements talosapi.Backend: the reply goes out first, then the node
 // goes down and comes back with its config and etcd data.
 func (n *Node) Reboot() error {
-	n.c.goNode(func() {
+	n.c.wg.Go(func() {
 		n.replyGrace()
 		n.powerCycle(cycle{})
 	})
@@ -359,7 +359,7 @@ func (n *Node) Reboot() error {
 // Shutdown implements talosapi.Backend: the node goes down and stays down
 // (until the target powers it on).
 func (n *Node) Shutdown() error {
-	n.c.goNode(func() {
+	n.c.wg.Go(func() {
 		n.replyGrace()
 		n.powerCycle(cycle{halt: true})
 	})
@@ -392,7 +392,7 @@ func (n *Node) Reset(req *machine.ResetRequest) error {
 		}
 	}
 
-	n.c.goNode(func() {
+	n.c.wg.Go(func() {
 		n.replyGrace()
 		n.powerCycle(cycle{wipe: wipe, graceful: req.GetGraceful(), halt: !req.GetReboot()})
 	})

@@ -27,23 +27,23 @@ func (c *Cluster) Process(ctx context.Context, node string, op target.ProcessOp)
 	case target.PauseNode:
 		return c.pauseNode(ctx, n)
 	case target.RebootNode:
-		c.goNode(func() { n.powerCycle(cycle{cut: true}) })
+		c.wg.Go(func() { n.powerCycle(cycle{cut: true}) })
 
 		return noop, nil
 	case target.PowerOff:
-		c.goNode(func() { n.powerCycle(cycle{halt: true, cut: true}) })
+		c.wg.Go(func() { n.powerCycle(cycle{halt: true, cut: true}) })
 
 		return func() error {
-			c.goNode(n.powerOn)
+			c.wg.Go(n.powerOn)
 
 			return nil
 		}, nil
 	case target.WipeEtcd:
-		c.goNode(func() { n.powerCycle(cycle{wipe: wipeEtcd, cut: true}) })
+		c.wg.Go(func() { n.powerCycle(cycle{wipe: wipeEtcd, cut: true}) })
 
 		return noop, nil
 	case target.ResetGraceful, target.ResetForced:
-		c.goNode(func() { n.powerCycle(cycle{wipe: wipeAll, graceful: op == target.ResetGraceful}) })
+		c.wg.Go(func() { n.powerCycle(cycle{wipe: wipeAll, graceful: op == target.ResetGraceful}) })
 
 		return noop, nil
 	}
@@ -82,7 +82,7 @@ func (n *Node) killEtcd(code int) error {
 type etcdDies struct{ n *Node }
 
 func (h etcdDies) OnWrite(*zapcore.CheckedEntry, []zapcore.Field) {
-	h.n.c.goNode(func() { h.n.killEtcd(2) }) //nolint:errcheck // it may be gone already
+	h.n.c.wg.Go(func() { h.n.killEtcd(2) }) //nolint:errcheck // it may be gone already
 
 	runtime.Goexit()
 }

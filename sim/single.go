@@ -122,8 +122,8 @@ func NewNodeProcess(ctx context.Context, spec NodeSpec) (_ *Cluster, err error) 
 		return nil, fmt.Errorf("peer gate: %w", err)
 	}
 
-	c.goNode(c.runWorkload)
-	c.goNode(n.register)
+	c.wg.Go(c.runWorkload)
+	c.wg.Go(n.register)
 
 	if err = n.boot(); err != nil {
 		return nil, fmt.Errorf("boot: %w", err)

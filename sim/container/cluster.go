@@ -301,7 +301,7 @@ func (c *Cluster) startNodes(ctx context.Context, seed int64, names []string, ip
 			}
 
 			if delay > 0 {
-				c.goBackground(func() {
+				c.wg.Go(func() {
 					select {
 					case <-c.ctx.Done():
 					case <-time.After(delay):
@@ -315,16 +315,6 @@ func (c *Cluster) startNodes(ctx context.Context, seed int64, names []string, ip
 	}
 
 	return g.Wait()
-}
-
-func (c *Cluster) goBackground(f func()) {
-	c.wg.Add(1)
-
-	go func() {
-		defer c.wg.Done()
-
-		f()
-	}()
 }
 
 // Nodes implements target.Cluster.

@@ -31,7 +31,7 @@ func (c *Cluster) Process(ctx context.Context, name string, op target.ProcessOp)
 			return nil, err
 		}
 
-		c.goBackground(func() {
+		c.wg.Go(func() {
 			select {
 			case <-c.ctx.Done():
 			case <-time.After(c.clock.Wall(c.profile.RebootDuration)):
