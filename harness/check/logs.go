@@ -1,0 +1,200 @@
+package check
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/talchaos/talchaos/harness/history"
+)
+
+// LogLine is one line of a node's machined log, as the Logs API streamed it.
+type LogLine struct {
+	At   time.Duration
+	Text string
+}
+
+// follow streams a configured node's machined log (every line, as events) and
+// its etcd log (warnings and errors, kept as evidence) through the Logs API.
+func (o *Observer) follow(ctx context.Context, node string, isControlPlane bool) {
+	o.followLog(ctx, node, "machined", o.addLine, func() { o.flushLine(node) })
+
+	if isControlPlane {
+		o.followLog(ctx, node, "etcd", o.addEtcdLine, func() {})
+	}
+}
+
+// followLog streams one service log until it breaks; the next poll restarts it.
+// Every stream asks for the whole log: a node that rebooted starts a new one
+// (machined's logs live in memory), and lines already seen in this boot's log
+// are recognised by the boot's first line and skipped.
+func (o *Observer) followLog(ctx context.Context, node, id string, line func(node, text string), endOfMessage func()) {
+	c := o.clients[node]
+	key := node + "/" + id
+
+	o.mu.Lock()
+	if o.following[key] {
+		o.mu.Unlock()
+
+		return
+	}
+
+	o.following[key] = true
+	seen := o.seen[key]
+	o.mu.Unlock()
+
+	o.wg.Go(func() {
+		defer func() {
+			o.mu.Lock()
+			o.following[key] = false
+			o.seen[key] = seen
+			o.mu.Unlock()
+		}()
+
+		stream, err := c.secure.Logs(ctx, "system", 0, id, true, -1)
+		if err != nil {
+			return
+		}
+
+		var (
+			partial string
+			index   int
+		)
+
+		handle := func(text string) {
+			if index == 0 && text != seen.first {
+				seen = logPosition{first: text} // a new boot's log
+			}
+
+			if index == 0 {
+				seen.first = text
+			}
+
+			index++
+
+			if index <= seen.count {
+				return
+			}
+
+			seen.count = index
+
+			line(node, text)
+		}
+
+		for {
+			data, err := stream.Recv()
+			if err != nil {
+				return // node down or run over; the next poll reconnects
+			}
+
+			partial += string(data.GetBytes())
+
+			for {
+				i := strings.IndexByte(partial, '\n')
+				if i < 0 {
+					break
+				}
+
+				handle(partial[:i])
+				partial = partial[i+1:]
+			}
+
+			// machined sends each log call as one message, continuation lines included.
+			endOfMessage()
+		}
+	})
+}
+
+// logPosition is how far a node's log of the current boot has been read.
+type logPosition struct {
+	first string
+	count int
+}
+
+// addEtcdLine keeps etcd's warnings and errors (JSON lines from its zap logger)
+// as evidence; errors also go to the event log.
+func (o *Observer) addEtcdLine(node, line string) {
+	var entry struct {
+		Level string `json:"level"`
+		Msg   string `json:"msg"`
+	}
+
+	if err := json.Unmarshal([]byte(line), &entry); err != nil || (entry.Level != "warn" && entry.Level != "error" && entry.Level != "fatal") {
+		return
+	}
+
+	at := o.log.Since()
+
+	// etcd warns of every slow request and unreachable peer; what a
+	// diagnosis can use is logged as an error.
+	if entry.Level != "warn" {
+		o.rec.Log(at, node, history.Log{Source: history.LogEtcd, Level: entry.Level, Text: line})
+	}
+
+	if entry.Level != "warn" {
+		o.log.Add(node, "log.etcd", entry.Level+": "+entry.Msg)
+	}
+}
+
+func (o *Observer) addLine(node, line string) {
+	// A multi-line message (go-retry's "N error(s) occurred:" list) continues on
+	// tab-indented lines: keep it one entry, as it was one log call.
+	if strings.HasPrefix(line, "\t") {
+		o.mu.Lock()
+		lines := o.lines[node]
+
+		if len(lines) > 0 {
+			lines[len(lines)-1].Text += "\n" + line
+			o.mu.Unlock()
+
+			return
+		}
+		o.mu.Unlock()
+	}
+
+	o.flushLine(node)
+
+	o.mu.Lock()
+	o.lines[node] = append(o.lines[node], LogLine{At: o.log.Since(), Text: stripTimestamp(line)})
+	o.pending[node] = true
+	o.mu.Unlock()
+}
+
+// flushLine records the node's last complete log entry as an event; an entry is
+// complete once the next one starts (or the stream ends).
+func (o *Observer) flushLine(node string) {
+	o.mu.Lock()
+	lines := o.lines[node]
+	pending := o.pending[node] && len(lines) > 0
+	o.pending[node] = false
+
+	var last LogLine
+	if pending {
+		last = lines[len(lines)-1]
+	}
+	o.mu.Unlock()
+
+	if pending {
+		o.rec.Log(last.At, node, history.Log{Source: history.LogMachined, Text: last.Text})
+		o.log.Add(node, "log.machined", last.Text)
+	}
+}
+
+// stripTimestamp drops what machined puts before a message: the "[talos] "
+// prefix (go-kmsg's on a metal node), then, in container mode, Go's standard
+// "2006/01/02 15:04:05 " date (log.SetPrefix with the default flags,
+// v1alpha1_controller.go setupLogging).
+func stripTimestamp(line string) string {
+	const layout = "2006/01/02 15:04:05 "
+
+	line = strings.TrimPrefix(line, "[talos] ")
+
+	if len(line) > len(layout) {
+		if _, err := time.Parse(layout[:len(layout)-1], line[:len(layout)-1]); err == nil {
+			return line[len(layout):]
+		}
+	}
+
+	return line
+}

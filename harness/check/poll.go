@@ -1,0 +1,327 @@
+package check
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cosi-project/runtime/pkg/safe"
+	"github.com/siderolabs/talos/pkg/machinery/api/machine"
+	"github.com/siderolabs/talos/pkg/machinery/client"
+	"github.com/siderolabs/talos/pkg/machinery/resources/runtime"
+	"google.golang.org/grpc"
+
+	"github.com/talchaos/talchaos/harness/history"
+	"github.com/talchaos/talchaos/harness/target"
+)
+
+// etcdAnswer is a control plane's etcd status and member list, from a poll
+// that started at `at`.
+type etcdAnswer struct {
+	at         time.Duration
+	status     *history.EtcdStatus
+	statusErr  string
+	members    []history.Member
+	membersErr string
+}
+
+// pollEtcdLoop polls a control plane's etcd while its last look showed etcd
+// Running; otherwise it forgets what it saw, so that a new run of etcd is not
+// shown with the members of the last one.
+func (o *Observer) pollEtcdLoop(ctx context.Context, n target.Node) {
+	for ctx.Err() == nil {
+		o.answersMu.Lock()
+		base := o.answers[n.Name].obs
+		o.answersMu.Unlock()
+
+		if base != nil && base.Mode == history.ModeConfigured && base.Etcd != nil && base.Etcd.State == "Running" {
+			started := o.log.Since()
+			a := o.pollEtcd(ctx, n, base.Etcd)
+			a.at = started
+
+			o.answersMu.Lock()
+			if cur, ok := o.etcdAnswers[n.Name]; !ok || cur.at <= started {
+				o.etcdAnswers[n.Name] = a
+			}
+			o.answersMu.Unlock()
+		} else {
+			o.answersMu.Lock()
+			delete(o.etcdAnswers, n.Name)
+			o.answersMu.Unlock()
+		}
+
+		select {
+		case <-ctx.Done():
+		case <-time.After(o.pollEvery(n)):
+		}
+	}
+}
+
+func (o *Observer) pollEtcd(ctx context.Context, n target.Node, svc *history.Service) etcdAnswer {
+	ctx, cancel := context.WithTimeout(ctx, pollTimeout)
+	defer cancel()
+
+	no := &history.NodeObservation{Etcd: svc}
+	fillEtcd(ctx, no, o.clients[n.Name].secure)
+
+	return etcdAnswer{status: no.Status, statusErr: no.StatusErr, members: no.Members, membersErr: no.MembersErr}
+}
+
+// withEtcd is a node's look with its etcd part (when its etcd runs and the
+// look has none of its own: a final look polls etcd itself).
+func withEtcd(no *history.NodeObservation, e etcdAnswer, ok bool) *history.NodeObservation {
+	if !ok || no == nil || no.Mode != history.ModeConfigured || no.Etcd == nil || no.Etcd.State != "Running" ||
+		no.Status != nil || no.Members != nil || no.StatusErr != "" || no.MembersErr != "" {
+		return no
+	}
+
+	c := *no
+	c.Status, c.StatusErr, c.Members, c.MembersErr = e.status, e.statusErr, e.members, e.membersErr
+
+	return &c
+}
+
+// answer is one node's answer to a poll that started at `at`.
+type answer struct {
+	at  time.Duration
+	obs *history.NodeObservation
+}
+
+// answer keeps no as the node's answer unless a poll that started later
+// already answered.
+func (o *Observer) answer(name string, at time.Duration, no *history.NodeObservation) {
+	o.answersMu.Lock()
+	defer o.answersMu.Unlock()
+
+	if a, ok := o.answers[name]; !ok || a.at <= at {
+		o.answers[name] = answer{at: at, obs: no}
+	}
+}
+
+// lost reports whether a node that was answering (prev) stopped answering.
+func lost(prev, cur *history.NodeObservation) bool {
+	answering := func(m string) bool { return m == history.ModeConfigured || m == history.ModeMaintenance }
+
+	return prev != nil && answering(prev.Mode) && !answering(cur.Mode)
+}
+
+// workerPollFactor slows the polling of workers: nothing the verdict is
+// drawn from moves fast on them (no etcd), and fifty workers polled as often
+// as the control planes load a small machine enough to slow the real-time
+// etcd the control planes run.
+const workerPollFactor = 5
+
+// pollEvery is how often node is polled.
+func (o *Observer) pollEvery(n target.Node) time.Duration {
+	if n.Role == target.Worker {
+		return o.interval * workerPollFactor
+	}
+
+	return o.interval
+}
+
+// PollCadence is the longest between two answers of one node: the slowest
+// node's poll interval plus a poll's deadline (a poll in flight). A state
+// that held for less may yet be changed by an answer on its way.
+func (o *Observer) PollCadence() time.Duration {
+	slowest := o.interval
+
+	for _, n := range o.nodes {
+		slowest = max(slowest, o.pollEvery(n))
+	}
+
+	return slowest + pollTimeout
+}
+
+// Poll observes every node once, in parallel.
+func (o *Observer) Poll(ctx context.Context) *history.Observation {
+	names := make([]string, len(o.nodes))
+	for i, n := range o.nodes {
+		names[i] = n.Name
+	}
+
+	obs := history.NewObservation(o.log.Since(), names)
+
+	var (
+		wg sync.WaitGroup
+		mu sync.Mutex
+	)
+
+	for _, n := range o.nodes {
+		wg.Go(func() {
+			no := o.pollNode(ctx, n, true)
+
+			mu.Lock()
+			obs.Nodes[n.Name] = no
+			mu.Unlock()
+		})
+	}
+
+	wg.Wait()
+
+	return obs
+}
+
+const pollTimeout = 2 * time.Second
+
+// pollNode looks at one node: its API, services and stage, and, with etcd,
+// its etcd status and member list.
+func (o *Observer) pollNode(ctx context.Context, n target.Node, etcd bool) *history.NodeObservation {
+	ctx, cancel := context.WithTimeout(ctx, pollTimeout)
+	defer cancel()
+
+	no := &history.NodeObservation{Name: n.Name, Address: n.Address, Role: n.Role, Mode: history.ModeUnknown}
+	c := o.clients[n.Name]
+
+	configured := func(svcs *machine.ServiceListResponse) *history.NodeObservation {
+		no.Mode = history.ModeConfigured
+		fillServices(no, svcs)
+		no.Stage = stage(ctx, c.secure)
+
+		if etcd && n.Role == target.ControlPlane {
+			fillEtcd(ctx, no, c.secure)
+		}
+
+		return no
+	}
+
+	svcs, secErr := c.secure.ServiceList(ctx)
+	if secErr == nil {
+		return configured(svcs)
+	}
+
+	_, insErr := c.insecure.Disks(ctx)
+
+	// A node switching to mutual TLS refuses the insecure client before the
+	// talosconfig client has reconnected: ask again, waiting for a fresh connection.
+	if history.Classify(insErr) == history.FailureCertificateRequired {
+		retryCtx, cancel := context.WithTimeout(ctx, time.Second)
+		svcs, secErr = c.secure.ServiceList(retryCtx, grpc.WaitForReady(true))
+
+		cancel()
+
+		if secErr == nil {
+			return configured(svcs)
+		}
+	}
+
+	switch {
+	case insErr == nil:
+		no.Mode = history.ModeMaintenance
+		no.Stage = stage(ctx, c.insecure)
+		no.APIError = secErr.Error()
+	case history.Classify(secErr) == history.FailureUnknownAuthority &&
+		history.Classify(insErr) == history.FailureCertificateRequired:
+		no.Mode = history.ModePKIMismatch
+		no.APIError = secErr.Error()
+	case history.Classify(secErr) == history.FailureUnknownAuthority:
+		// A node still presenting its maintenance certificate whose
+		// insecure API just went away is switching to mutual TLS: what
+		// the insecure client got says more than "unknown authority".
+		no.Mode = history.ModeDown
+		no.APIError = insErr.Error()
+	default:
+		no.Mode = history.ModeDown
+		no.APIError = secErr.Error()
+	}
+
+	return no
+}
+
+func stage(ctx context.Context, c *client.Client) string {
+	ms, err := safe.StateGetByID[*runtime.MachineStatus](ctx, c.COSI, runtime.MachineStatusID)
+	if err != nil {
+		return ""
+	}
+
+	return ms.TypedSpec().Stage.String()
+}
+
+func fillServices(no *history.NodeObservation, resp *machine.ServiceListResponse) {
+	for _, msg := range resp.GetMessages() {
+		for _, s := range msg.GetServices() {
+			svc := &history.Service{
+				State:         s.GetState(),
+				Healthy:       s.GetHealth().GetHealthy(),
+				HealthUnknown: s.GetHealth().GetUnknown(),
+				HealthMessage: s.GetHealth().GetLastMessage(),
+			}
+
+			if ev := s.GetEvents().GetEvents(); len(ev) > 0 {
+				svc.Message = ev[len(ev)-1].GetMsg()
+			}
+
+			for _, e := range s.GetEvents().GetEvents() {
+				if strings.Contains(e.GetMsg(), history.RestartForever) {
+					svc.Restarts++
+				}
+			}
+
+			if svc.State == "Running" {
+				svc.Started = runningSince(s.GetEvents().GetEvents())
+			}
+
+			switch s.GetId() {
+			case "etcd":
+				no.Etcd = svc
+			case "kubelet":
+				no.Kubelet = svc
+			}
+		}
+	}
+}
+
+// runningSince is when a service reached Running after its last start: the
+// first Running event after the last Starting one (the oldest Running event
+// when the history no longer reaches back to the start).
+func runningSince(events []*machine.ServiceEvent) time.Time {
+	from := 0
+
+	for i, e := range events {
+		if e.GetState() == "Starting" {
+			from = i
+		}
+	}
+
+	for _, e := range events[from:] {
+		if e.GetState() == "Running" && e.GetTs() != nil {
+			return e.GetTs().AsTime()
+		}
+	}
+
+	return time.Time{}
+}
+
+func fillEtcd(ctx context.Context, no *history.NodeObservation, c *client.Client) {
+	if no.Etcd == nil || no.Etcd.State != "Running" {
+		return
+	}
+
+	if st, err := c.EtcdStatus(ctx); err != nil {
+		no.StatusErr = err.Error()
+	} else if len(st.GetMessages()) > 0 {
+		ms := st.GetMessages()[0].GetMemberStatus()
+		no.Status = &history.EtcdStatus{
+			MemberID: ms.GetMemberId(), Leader: ms.GetLeader(), IsLearner: ms.GetIsLearner(),
+			RaftIndex: ms.GetRaftIndex(), AppliedIndex: ms.GetRaftAppliedIndex(),
+		}
+	}
+
+	if no.Status != nil && no.Status.IsLearner {
+		return // a learner does not serve MemberList
+	}
+
+	resp, err := c.EtcdMemberList(ctx, &machine.EtcdMemberListRequest{QueryLocal: true})
+	if err != nil {
+		no.MembersErr = err.Error()
+
+		return
+	}
+
+	for _, msg := range resp.GetMessages() {
+		for _, m := range msg.GetMembers() {
+			no.Members = append(no.Members, history.Member{ID: m.GetId(), Hostname: m.GetHostname(), PeerURLs: m.GetPeerUrls(), IsLearner: m.GetIsLearner()})
+		}
+	}
+}

@@ -1,0 +1,218 @@
+package check
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/talchaos/talchaos/harness/history"
+	"github.com/talchaos/talchaos/harness/judge"
+	"github.com/talchaos/talchaos/harness/target"
+)
+
+// Final observes every node once more, in parallel, and records it as the
+// run's last look at them. From then on the periodic observations are no
+// longer recorded (they go on feeding triggers), so the final look is the
+// history's last state, until Thaw: a verdict drawn from it is the one the
+// run's settle judged steady.
+func (o *Observer) Final(ctx context.Context) *history.Observation {
+	o.recMu.Lock()
+	o.frozen = true
+	o.recMu.Unlock()
+
+	obs := o.Poll(ctx)
+
+	for _, n := range obs.Ordered() {
+		o.answer(n.Name, obs.At, n)
+		o.rec.Observe(obs.At, n, true)
+	}
+
+	o.narrate()
+
+	return obs
+}
+
+// Thaw records the periodic observations again after a final look that did
+// not end the run.
+func (o *Observer) Thaw() {
+	o.recMu.Lock()
+	o.frozen = false
+	o.recMu.Unlock()
+}
+
+// record stores the observation, emits transition events, starts log followers
+// for newly configured nodes and notifies subscribers.
+func (o *Observer) record(ctx context.Context, obs *history.Observation) {
+	o.mu.Lock()
+	prev := o.latest
+	o.mu.Unlock()
+
+	o.recMu.Lock()
+	if !o.frozen {
+		for _, n := range obs.Ordered() {
+			o.rec.Observe(obs.At, n, false)
+		}
+	}
+	o.recMu.Unlock()
+
+	o.narrate()
+	o.transitions(prev, obs)
+
+	o.mu.Lock()
+	o.latest = obs
+	subs := append([]chan struct{}(nil), o.subs...)
+	o.mu.Unlock()
+
+	for _, n := range obs.Ordered() {
+		if n.Mode == history.ModeConfigured {
+			o.follow(ctx, n.Name, n.Role == target.ControlPlane)
+		}
+	}
+
+	for _, ch := range subs {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// narrate tells the event log of the nodes' API mode changes that the live
+// evidence holds and were not told yet (kind node.left-maintenance for a
+// node leaving maintenance, node.mode otherwise).
+func (o *Observer) narrate() {
+	var changes []judge.ModeChange
+
+	o.live.Read(func(ev *judge.Evidence) {
+		o.narrMu.Lock()
+		defer o.narrMu.Unlock()
+
+		if o.narrated < len(ev.Changes) {
+			changes = slices.Clone(ev.Changes[o.narrated:])
+			o.narrated = len(ev.Changes)
+		}
+	})
+
+	for _, c := range changes {
+		kind := "node.mode"
+		if c.LeftMaintenance {
+			kind = "node.left-maintenance"
+		}
+
+		// In maintenance the talosconfig client is refused by design (the
+		// node's certificate is not the cluster CA's): the error, kept in
+		// the history, would only alarm.
+		msg := fmt.Sprintf("%s → %s", c.From, c.To)
+
+		switch {
+		case c.To == history.ModeMaintenance:
+			msg += ": the maintenance API answers (insecure), the talosconfig client is not trusted yet"
+		case c.APIError != "":
+			msg += ": " + c.APIError
+		}
+
+		o.log.Add(c.Node, kind, msg)
+	}
+}
+
+func (o *Observer) transitions(prev, cur *history.Observation) {
+	for _, n := range cur.Ordered() {
+		var p *history.NodeObservation
+		if prev != nil {
+			p = prev.Nodes[n.Name]
+		}
+
+		// A node seen going down or rebooting starts new in-memory logs.
+		if n.Mode == history.ModeDown || n.Stage == "rebooting" || n.Stage == "resetting" {
+			o.mu.Lock()
+			delete(o.seen, n.Name+"/machined")
+			delete(o.seen, n.Name+"/etcd")
+			o.mu.Unlock()
+		}
+
+		if n.Stage != "" && (p == nil || p.Stage != n.Stage) {
+			o.log.Add(n.Name, "node.stage", n.Stage)
+		}
+
+		if n.Etcd != nil && (p == nil || p.Etcd == nil || p.Etcd.State != n.Etcd.State || p.Etcd.Message != n.Etcd.Message) {
+			o.log.Add(n.Name, "service.etcd", n.Etcd.State+": "+n.Etcd.Message)
+		}
+	}
+
+	o.membershipTransitions(prev, cur)
+}
+
+func (o *Observer) membershipTransitions(prev, cur *history.Observation) {
+	before := map[uint64]history.Member{}
+
+	if prev != nil {
+		for _, c := range prev.Clusters() {
+			for _, m := range c.Members {
+				before[m.ID] = m
+			}
+		}
+	}
+
+	for _, c := range cur.Clusters() {
+		for _, m := range c.Members {
+			node := o.nodeOf(m)
+			old, existed := before[m.ID]
+
+			switch {
+			case !existed && m.IsLearner:
+				o.log.Add(node, "etcd.learner-added", fmt.Sprintf("member %s %s added as learner%s", m.IDString(), history.DisplayName(m), unstarted(m)))
+			case !existed:
+				o.log.Add(node, "etcd.member-added", fmt.Sprintf("member %s %s is a voting member", m.IDString(), history.DisplayName(m)))
+			case old.IsLearner && !m.IsLearner:
+				o.log.Add(node, "etcd.promoted", fmt.Sprintf("member %s %s promoted to voter", m.IDString(), history.DisplayName(m)))
+			case old.Hostname == "" && m.Hostname != "":
+				o.log.Add(node, "etcd.member-started", fmt.Sprintf("member %s started as %s", m.IDString(), m.Hostname))
+			}
+
+			delete(before, m.ID)
+		}
+	}
+
+	for _, m := range before {
+		if hasEtcdView(cur) {
+			o.log.Add(o.nodeOf(m), "etcd.member-removed", fmt.Sprintf("member %s %s removed", m.IDString(), history.DisplayName(m)))
+		}
+	}
+}
+
+// hasEtcdView reports whether any node answered a member list in this poll;
+// without one, members did not leave, they were just not seen.
+func hasEtcdView(o *history.Observation) bool {
+	for _, n := range o.Nodes {
+		if len(n.Members) > 0 {
+			return true
+		}
+	}
+
+	return false
+}
+
+func unstarted(m history.Member) string {
+	if m.Hostname == "" {
+		return " (not started yet)"
+	}
+
+	return ""
+}
+
+// nodeOf maps a member to the node it belongs to, by hostname or peer URL.
+func (o *Observer) nodeOf(m history.Member) string {
+	for _, n := range o.nodes {
+		if m.Hostname != "" && m.Hostname == n.Name {
+			return n.Name
+		}
+
+		for _, u := range m.PeerURLs {
+			if history.HostOf(u) == n.Address {
+				return n.Name
+			}
+		}
+	}
+
+	return m.Hostname
+}
