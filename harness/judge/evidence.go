@@ -90,6 +90,7 @@ func (ev *Evidence) Apply(e history.Entry) {
 		ev.etcd[e.Node] = append(ev.etcd[e.Node], LogLine{At: e.At(), Text: e.Log.Text})
 	case e.Log != nil:
 		ev.machined[e.Node] = append(ev.machined[e.Node], LogLine{At: e.At(), Text: e.Log.Text})
+		ev.etcdFailedLine(e.Node, e.Log.Text, e.At())
 	case e.Call != nil:
 		ev.Calls = append(ev.Calls, CallAt{Call: *e.Call, Node: e.Node, At: e.At()})
 	case e.Observed != nil:
@@ -187,6 +188,25 @@ func (ev *Evidence) etcdService(n *history.NodeObservation, at time.Duration) {
 		}
 	case s.Restarts > 0 || strings.Contains(s.Message, history.RestartForever):
 		ev.etcdRestarts(n.Name, s, at)
+	}
+}
+
+// etcdFailedPrefix starts the line machined logs when etcd's service goes
+// Failed (service_runner.go UpdateState: "service[%s](%s): %s").
+const etcdFailedPrefix = "service[etcd](Failed): "
+
+// etcdFailedLine notes etcd's service going Failed as the node's machined
+// log says it: a look at the node can miss a Failed state that an
+// orchestrator ended with a reboot between two polls; the node's own log
+// does not.
+func (ev *Evidence) etcdFailedLine(node, text string, at time.Duration) {
+	msg, ok := strings.CutPrefix(text, etcdFailedPrefix)
+	if !ok || history.FailedByStop(msg) {
+		return
+	}
+
+	if _, seen := ev.EtcdFailed[node]; !seen {
+		ev.EtcdFailed[node] = ServiceAt{Service: history.Service{State: "Failed", Message: msg}, At: at}
 	}
 }
 
