@@ -296,6 +296,14 @@ func TestTalosctlAgainstUp(t *testing.T) {
 	res.check(err == nil && !strings.Contains(out, "NOSPACE") && !strings.Contains(out, "CORRUPT"),
 		"-n %s etcd alarm list (no alarm)", cps[0]).detail(err, out)
 
+	// kubeconfig: the admin kubeconfig of the config's cluster, from a
+	// control plane (Kubeconfig: a tar.gz of one file, merged by talosctl).
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	out, err = tc.run("-n", cps[0], "kubeconfig", kubeconfig, "--force")
+	kc, rerr := os.ReadFile(kubeconfig)
+	res.check(err == nil && rerr == nil && strings.Contains(string(kc), "current-context: admin@") && strings.Contains(string(kc), "client-certificate-data:"),
+		"-n %s kubeconfig: an admin kubeconfig", cps[0]).detail(err, out)
+
 	// service etcd restart: etcd does not allow it (system.go APIRestart).
 	out, err = tc.run("-n", cps[0], "service", "etcd", "restart")
 	res.check(err != nil && strings.Contains(out, `service "etcd" doesn't support restart operation via API`),
