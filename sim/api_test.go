@@ -25,6 +25,7 @@ import (
 	"github.com/talchaos/talchaos/harness/talosclient"
 	"github.com/talchaos/talchaos/harness/target"
 	"github.com/talchaos/talchaos/sim"
+	"github.com/talchaos/talchaos/sim/simtest"
 )
 
 func newScenario(cps int) *scenario.Scenario {
@@ -34,23 +35,6 @@ func newScenario(cps int) *scenario.Scenario {
 		TimeScale: 60,
 		Cluster:   scenario.Cluster{ControlPlanes: cps},
 	}
-}
-
-func startCluster(t *testing.T, sc *scenario.Scenario) *sim.Cluster {
-	t.Helper()
-
-	c, err := sim.NewCluster(context.Background(), sc, 1)
-	if err != nil {
-		t.Fatalf("cluster: %v", err)
-	}
-
-	t.Cleanup(func() {
-		if err := c.Close(); err != nil {
-			t.Errorf("close: %v", err)
-		}
-	})
-
-	return c
 }
 
 // eventually polls f until it returns nil or the deadline passes.
@@ -101,7 +85,7 @@ func TestMaintenanceThenMutualTLS(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
-	c := startCluster(t, newScenario(1))
+	c := simtest.FromScenario(t, newScenario(1), 1)
 	n := c.Nodes()[0]
 
 	// Before apply: the insecure client works, etcd RPCs are not implemented (v1.12).
@@ -224,7 +208,7 @@ func TestThreeMembersFormAndLearnerFlagsMatchEtcd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
-	c := startCluster(t, newScenario(3))
+	c := simtest.FromScenario(t, newScenario(3), 1)
 	nodes := c.Nodes()
 
 	for _, n := range nodes {

@@ -21,6 +21,7 @@ import (
 	"github.com/talchaos/talchaos/harness/scenario"
 	"github.com/talchaos/talchaos/harness/talosclient"
 	"github.com/talchaos/talchaos/harness/target"
+	"github.com/talchaos/talchaos/sim/simtest"
 )
 
 // Conformance of RPCs a user's script calls around a bootstrap, each row the
@@ -35,7 +36,7 @@ func TestConformanceOfEtcdAndMaintenanceRPCs(t *testing.T) {
 		Cluster: scenario.Cluster{ControlPlanes: 2, Workers: 2},
 	}
 
-	c := startCluster(t, sc)
+	c := simtest.FromScenario(t, sc, 1)
 	nodes := c.Nodes()
 	cp1, cp2, w2 := nodes[0], nodes[1], nodes[3]
 
@@ -424,7 +425,7 @@ func TestBootTimeoutReboots(t *testing.T) {
 	sc := newScenario(1)
 	sc.TimeScale = 1000
 
-	c := startCluster(t, sc)
+	c := simtest.FromScenario(t, sc, 1)
 	n := c.Nodes()[0]
 	apply(t, ctx, n)
 
@@ -475,7 +476,7 @@ func TestGracefulResetLeavesEtcdOrAborts(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
-	c := startCluster(t, newScenario(2))
+	c := simtest.FromScenario(t, newScenario(2), 1)
 	nodes := c.Nodes()
 	cp1, cp2 := nodes[0], nodes[1]
 
@@ -545,7 +546,7 @@ func TestGracefulResetLeavesEtcdOrAborts(t *testing.T) {
 func configuredNode(t *testing.T, ctx context.Context) (target.Node, *client.Client) {
 	t.Helper()
 
-	c := startCluster(t, newScenario(1))
+	c := simtest.FromScenario(t, newScenario(1), 1)
 	n := c.Nodes()[0]
 	apply(t, ctx, n)
 

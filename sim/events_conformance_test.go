@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/talchaos/talchaos/harness/talosclient"
+	"github.com/talchaos/talchaos/sim/simtest"
 )
 
 // Events, texts and status a user's script reads while a node boots, each as
@@ -27,7 +28,7 @@ func TestConformanceOfServiceEventsAndStatus(t *testing.T) {
 	sc := newScenario(1)
 	sc.TimeScale = 1
 
-	c := startCluster(t, sc)
+	c := simtest.FromScenario(t, sc, 1)
 	n := c.Nodes()[0]
 	apply(t, ctx, n)
 

@@ -21,13 +21,14 @@ import (
 	"github.com/talchaos/talchaos/harness/talosclient"
 	"github.com/talchaos/talchaos/harness/target"
 	"github.com/talchaos/talchaos/sim"
+	"github.com/talchaos/talchaos/sim/simtest"
 )
 
 // formed starts a cluster of n control planes and waits until all are voters.
 func formed(t *testing.T, ctx context.Context, n int) *sim.Cluster {
 	t.Helper()
 
-	c := startCluster(t, newScenario(n))
+	c := simtest.FromScenario(t, newScenario(n), 1)
 	nodes := c.Nodes()
 
 	for _, node := range nodes {
@@ -549,7 +550,7 @@ func TestResetAndAPIFaults(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 
-	c := startCluster(t, newScenario(2))
+	c := simtest.FromScenario(t, newScenario(2), 1)
 	nodes := c.Nodes()
 
 	t.Run("api-fail refuses the first calls with the chosen code", func(t *testing.T) {

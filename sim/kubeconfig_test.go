@@ -15,6 +15,7 @@ import (
 
 	"github.com/talchaos/talchaos/harness/talosclient"
 	"github.com/talchaos/talchaos/harness/target"
+	"github.com/talchaos/talchaos/sim/simtest"
 )
 
 // Kubeconfig as Talos v1.12.6 serves it (v1alpha1_server.go Kubeconfig): on a
@@ -29,7 +30,7 @@ func TestKubeconfig(t *testing.T) {
 	sc := newScenario(1)
 	sc.Cluster.Workers = 1
 
-	c := startCluster(t, sc)
+	c := simtest.FromScenario(t, sc, 1)
 	cp, w := c.Nodes()[0], c.Nodes()[1]
 
 	// In maintenance: the maintenance API does not serve it.

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/talchaos/talchaos/harness/scenario"
+	"github.com/talchaos/talchaos/sim/simtest"
 )
 
 // TestProfiles checks the answers that differ between Talos lines
@@ -36,7 +37,7 @@ func TestProfiles(t *testing.T) {
 			defer cancel()
 
 			sc := &scenario.Scenario{Name: "profiles", Talos: tc.profile, TimeScale: 60, Cluster: scenario.Cluster{ControlPlanes: 1, Workers: 1}}
-			c := startCluster(t, sc)
+			c := simtest.FromScenario(t, sc, 1)
 			cp, w := c.Nodes()[0], c.Nodes()[1]
 
 			err := insecureClient(t, ctx, cp).Bootstrap(ctx, &machine.BootstrapRequest{})

@@ -14,6 +14,7 @@ import (
 	"github.com/siderolabs/talos/pkg/machinery/api/common"
 	"github.com/siderolabs/talos/pkg/machinery/client"
 	"github.com/siderolabs/talos/pkg/machinery/resources/runtime"
+	"github.com/talchaos/talchaos/sim/simtest"
 )
 
 // One endpoint serves every node, by the node/nodes metadata, as apid does: what
@@ -22,7 +23,7 @@ func TestOneEndpointReachesEveryNode(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
-	c := startCluster(t, newScenario(3))
+	c := simtest.FromScenario(t, newScenario(3), 1)
 	nodes := c.Nodes()
 
 	for _, n := range nodes {
@@ -125,7 +126,7 @@ func TestStreamsAreStampedWithTheirNode(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
-	c := startCluster(t, newScenario(2))
+	c := simtest.FromScenario(t, newScenario(2), 1)
 	nodes := c.Nodes()
 
 	for _, n := range nodes {

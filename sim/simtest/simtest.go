@@ -183,6 +183,28 @@ func New(t TB, opts Options) *Cluster {
 	return c
 }
 
+// FromScenario starts the simulated nodes of a scenario for the test t (in
+// maintenance, nothing applied, no fault injected) and stops them when the
+// test ends: what the sim's own tests start, and a way to set what Options
+// cannot (a node's boot delay, an etcd setting). seed drives the nodes'
+// random choices.
+func FromScenario(t TB, sc *scenario.Scenario, seed int64) *sim.Cluster {
+	t.Helper()
+
+	c, err := sim.NewCluster(t.Context(), sc, seed)
+	if err != nil {
+		t.Fatalf("simtest: start the cluster: %s", err)
+	}
+
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Fatalf("simtest: close: %s", err)
+		}
+	})
+
+	return c
+}
+
 // scenarioOf builds the cluster part of a scenario from the options, checked
 // as a scenario file is: a bad option is an error naming the option.
 func scenarioOf(opts Options) (*scenario.Scenario, error) {
