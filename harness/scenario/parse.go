@@ -24,9 +24,11 @@ func Load(path string, kinds Catalogue) (*Scenario, error) {
 const emptyMsg = "empty scenario: expected a mapping with apiVersion, kind, name and cluster"
 
 // Parse decodes a scenario strictly, applies defaults and validates it, the
-// faults' kind-specific parameters with the kinds of the catalogue. file is only
-// used in errors and stored in Scenario.File. The error is an *Error when there
-// is one problem and Errors (in line order) when there are several.
+// faults' kind-specific parameters with the kinds of the catalogue, trigger
+// states and diagnosis codes against its lists (chaos.Catalogue; without one no
+// fault kind is known and states and codes are not checked). file is only used
+// in errors and stored in Scenario.File. The error is an *Error when there is
+// one problem and Errors (in line order) when there are several.
 func Parse(file string, data []byte, kinds Catalogue) (_ *Scenario, err error) {
 	// Parsing must never take the harness down, whatever the file: a panic in the YAML
 	// library becomes an error at the top of the file.

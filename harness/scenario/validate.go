@@ -205,9 +205,9 @@ func (v *validator) when(p string, w *When) {
 	}
 
 	if w.State == "" {
-		v.errorf(p+".state", "required: one of %s", strings.Join(v.cat.TriggerStates(), ", "))
+		v.required(p+".state", v.states())
 	} else {
-		v.oneOf(p+".state", w.State, "trigger state", v.cat.TriggerStates())
+		v.known(p+".state", w.State, "trigger state", v.states())
 	}
 
 	v.duration(p+".after", w.After)
@@ -215,7 +215,7 @@ func (v *validator) when(p string, w *When) {
 	switch {
 	case w.Count < 0 || w.Count > MaxCount:
 		v.between(p+".count", int64(w.Count), 0, MaxCount)
-	case w.Count > 0 && !v.cat.Counted(w.State):
+	case w.Count > 0 && v.cat != nil && !v.cat.Counted(w.State):
 		v.errorf(p+".count", "only counts with state %s, not %s", strings.Join(v.counted(), " or "), w.State)
 	}
 }
@@ -252,9 +252,9 @@ func (v *validator) expect() {
 		p := fmt.Sprintf("expect.diagnoses[%d]", i)
 
 		if d.Code == "" {
-			v.errorf(p+".code", "required: one of %s", strings.Join(v.cat.DiagnosisCodes(), ", "))
+			v.required(p+".code", v.codes())
 		} else {
-			v.oneOf(p+".code", d.Code, "diagnosis code", v.cat.DiagnosisCodes())
+			v.known(p+".code", d.Code, "diagnosis code", v.codes())
 		}
 
 		if d.Node != "" {
@@ -264,7 +264,7 @@ func (v *validator) expect() {
 
 	for i, code := range e.NoDiagnoses {
 		p := fmt.Sprintf("expect.noDiagnoses[%d]", i)
-		if v.oneOf(p, code, "diagnosis code", v.cat.DiagnosisCodes()) &&
+		if v.known(p, code, "diagnosis code", v.codes()) &&
 			slices.ContainsFunc(e.Diagnoses, func(d ExpectedDiagnosis) bool { return d.Code == code }) {
 			v.errorf(p, "%q is also expected in expect.diagnoses", code)
 		}
@@ -444,11 +444,45 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
+// states and codes are the catalogue's trigger states and diagnosis codes;
+// nil without a catalogue, when they are not checked.
+func (v *validator) states() []string {
+	if v.cat == nil {
+		return nil
+	}
+
+	return v.cat.TriggerStates()
+}
+
+func (v *validator) codes() []string {
+	if v.cat == nil {
+		return nil
+	}
+
+	return v.cat.DiagnosisCodes()
+}
+
+// required reports a missing name, with the names allowed when known.
+func (v *validator) required(field string, allowed []string) {
+	if allowed == nil {
+		v.errorf(field, "required")
+
+		return
+	}
+
+	v.errorf(field, "required: one of %s", strings.Join(allowed, ", "))
+}
+
+// known is oneOf for a name from the catalogue: without one, any name.
+func (v *validator) known(field, value, what string, allowed []string) bool {
+	return allowed == nil || v.oneOf(field, value, what, allowed)
+}
+
 // counted lists the trigger states that take a count.
 func (v *validator) counted() []string {
 	var out []string
 
-	for _, s := range v.cat.TriggerStates() {
+	for _, s := range v.states() {
 		if v.cat.Counted(s) {
 			out = append(out, s)
 		}
