@@ -96,18 +96,12 @@ func (h *History) checkNodes(p *strictjson.Problems, path string) map[string]Nod
 	}
 
 	nodes := make(map[string]Node, len(h.Nodes))
-	at := map[string]int{}
+	names := strictjson.Names{What: "node", List: "nodes", Twice: "listed twice"}
 
 	for i, n := range h.Nodes {
 		np := strictjson.Index(list, i)
 
-		switch j, dup := at[n.Name]; {
-		case n.Name == "":
-			p.Addf(strictjson.Key(np, "name"), "is empty")
-		case dup:
-			p.Addf(strictjson.Key(np, "name"), "node %s is listed twice (also nodes[%d])", strictjson.Quote(n.Name), j)
-		default:
-			at[n.Name] = i
+		if names.Check(p, strictjson.Key(np, "name"), i, n.Name) {
 			nodes[n.Name] = n
 		}
 

@@ -250,19 +250,12 @@ func (r *Result) checkSchedule(p *strictjson.Problems, knownKind func(string) bo
 		}
 	}
 
-	at := map[string]int{}
+	names := strictjson.Names{What: "fault", List: "schedule", Twice: "scheduled twice"}
 
 	for i, f := range r.Schedule {
 		fp := strictjson.Index("schedule", i)
 
-		switch j, dup := at[f.Name]; {
-		case f.Name == "":
-			p.Addf(strictjson.Key(fp, "name"), "is empty")
-		case dup:
-			p.Addf(strictjson.Key(fp, "name"), "fault %s is scheduled twice (also schedule[%d])", strictjson.Quote(f.Name), j)
-		default:
-			at[f.Name] = i
-		}
+		names.Check(p, strictjson.Key(fp, "name"), i, f.Name)
 
 		checkKind(p, strictjson.Key(fp, "kind"), f.Kind, knownKind)
 

@@ -85,6 +85,39 @@ func (p *Problems) Addf(path, format string, args ...any) {
 	}
 }
 
+// Names checks that the names of a list's items are given and unique
+// ("node \"cp1\" is listed twice (also nodes[0])"): what names the items,
+// list is the list's name in messages, twice how a repeat is said ("listed
+// twice", "scheduled twice").
+type Names struct {
+	What, List, Twice string
+
+	at map[string]int
+}
+
+// Check records in p, at path, item i's name when it is empty or was given
+// before, and reports whether it is the name's first use.
+func (n *Names) Check(p *Problems, path string, i int, name string) bool {
+	if n.at == nil {
+		n.at = map[string]int{}
+	}
+
+	j, dup := n.at[name]
+
+	switch {
+	case name == "":
+		p.Addf(path, "is empty")
+	case dup:
+		p.Addf(path, "%s %s is %s (also %s)", n.What, Quote(name), n.Twice, Index(n.List, j))
+	default:
+		n.at[name] = i
+
+		return true
+	}
+
+	return false
+}
+
 // Full reports whether no more problems are kept: a validator may stop.
 func (p *Problems) Full() bool { return len(p.errs) >= MaxErrors }
 

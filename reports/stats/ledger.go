@@ -109,7 +109,7 @@ func (l *Ledger) Validate() []*strictjson.Error {
 		return p.Errs()
 	}
 
-	at := map[string]int{}
+	names := strictjson.Names{What: "scenario", List: "scenarios", Twice: "listed twice"}
 
 	for i := range l.Scenarios {
 		if p.Full() {
@@ -119,14 +119,7 @@ func (l *Ledger) Validate() []*strictjson.Error {
 		s := &l.Scenarios[i]
 		sp := strictjson.Index("scenarios", i)
 
-		switch j, dup := at[s.Scenario]; {
-		case s.Scenario == "":
-			p.Addf(strictjson.Key(sp, "scenario"), "is empty")
-		case dup:
-			p.Addf(strictjson.Key(sp, "scenario"), "scenario %s is listed twice (also scenarios[%d])", strictjson.Quote(s.Scenario), j)
-		default:
-			at[s.Scenario] = i
-		}
+		names.Check(&p, strictjson.Key(sp, "scenario"), i, s.Scenario)
 
 		s.check(&p, sp)
 	}
