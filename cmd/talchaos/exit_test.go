@@ -230,31 +230,14 @@ func TestExitsAreClean(t *testing.T) {
 
 	t.Run("up/--dir EXISTING keeps the user's files", func(t *testing.T) {
 		tmp := privateTmp(t)
-		dir := t.TempDir()
-		notes := filepath.Join(dir, "notes.txt")
-
-		if err := os.WriteFile(notes, []byte("mine"), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		dir := userDir(t)
 
 		p := startCLI(t, bin, tmp, "up", "--dir", dir, "--time-scale", "60")
 		p.waitFor(t, upRunning)
 		p.signal(syscall.SIGTERM)
 		p.wait(t, exitPass)
 
-		entries, err := os.ReadDir(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-
-		if len(entries) != 1 || entries[0].Name() != "notes.txt" {
-			t.Errorf("%s holds %v, want only notes.txt", dir, entries)
-		}
-
-		if b, err := os.ReadFile(notes); err != nil || string(b) != "mine" {
-			t.Errorf("notes.txt = %q, %v", b, err)
-		}
-
+		onlyUsersFile(t, dir, "after up")
 		assertNothingLeft(t, tmp, "")
 	})
 
@@ -263,12 +246,7 @@ func TestExitsAreClean(t *testing.T) {
 	// files stay, and the next up starts.
 	t.Run("up/--dir SIGKILL then up again", func(t *testing.T) {
 		tmp := privateTmp(t)
-		dir := t.TempDir()
-		notes := filepath.Join(dir, "notes.txt")
-
-		if err := os.WriteFile(notes, []byte("mine"), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		dir := userDir(t)
 
 		p := startCLI(t, bin, tmp, "up", "--dir", dir, "--time-scale", "60")
 		p.waitFor(t, upRunning)
@@ -283,14 +261,7 @@ func TestExitsAreClean(t *testing.T) {
 		next := startCLI(t, bin, tmp, "run", execScenario(t, "true"), "--report-dir", filepath.Join(t.TempDir(), "report"))
 		next.wait(t, -1)
 
-		entries, err := os.ReadDir(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-
-		if len(entries) != 1 || entries[0].Name() != "notes.txt" {
-			t.Errorf("after the reap %s holds %v, want only notes.txt", dir, entries)
-		}
+		onlyUsersFile(t, dir, "after the reap")
 
 		// A killed up again; this time the next up of the same --dir reaps it.
 		p = startCLI(t, bin, tmp, "up", "--dir", dir, "--time-scale", "60")
@@ -303,9 +274,7 @@ func TestExitsAreClean(t *testing.T) {
 		p.signal(syscall.SIGTERM)
 		p.wait(t, exitPass)
 
-		if entries, _ := os.ReadDir(dir); len(entries) != 1 { //nolint:errcheck
-			t.Errorf("%s holds %v, want only notes.txt", dir, entries)
-		}
+		onlyUsersFile(t, dir, "after the next up")
 
 		assertNothingLeft(t, tmp, "")
 	})
@@ -833,5 +802,36 @@ func TestStdoutWriterInterruptsOnEPIPE(t *testing.T) {
 
 	if got := interruptedRun(context.Background(), errors.New("x")); got == nil || got.Error() != "x" {
 		t.Errorf("an uninterrupted run's error became %v", got)
+	}
+}
+
+// userDir is a directory holding one file of the user's, notes.txt.
+func userDir(t *testing.T) string {
+	t.Helper()
+
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("mine"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	return dir
+}
+
+// onlyUsersFile checks that a userDir holds its file, unchanged, and nothing
+// else.
+func onlyUsersFile(t *testing.T, dir, when string) {
+	t.Helper()
+
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if len(entries) != 1 || entries[0].Name() != "notes.txt" {
+		t.Errorf("%s %s holds %v, want only notes.txt", when, dir, entries)
+	}
+
+	if b, err := os.ReadFile(filepath.Join(dir, "notes.txt")); err != nil || string(b) != "mine" {
+		t.Errorf("%s notes.txt = %q, %v", when, b, err)
 	}
 }

@@ -174,13 +174,18 @@ func New(t TB, opts Options) *Cluster {
 		t.Fatalf("%s", err)
 	}
 
+	closeAtEnd(t, c.Close)
+
+	return c
+}
+
+// closeAtEnd closes a cluster when the test ends; failing to is a failure.
+func closeAtEnd(t TB, close func() error) {
 	t.Cleanup(func() {
-		if err := c.Close(); err != nil {
+		if err := close(); err != nil {
 			t.Fatalf("simtest: close: %s", err)
 		}
 	})
-
-	return c
 }
 
 // FromScenario starts the simulated nodes of a scenario for the test t (in
@@ -196,11 +201,7 @@ func FromScenario(t TB, sc *scenario.Scenario, seed int64) *sim.Cluster {
 		t.Fatalf("simtest: start the cluster: %s", err)
 	}
 
-	t.Cleanup(func() {
-		if err := c.Close(); err != nil {
-			t.Fatalf("simtest: close: %s", err)
-		}
-	})
+	closeAtEnd(t, c.Close)
 
 	return c
 }
