@@ -32,6 +32,7 @@ var rules = map[string]role.Set{
 	"/machine.MachineService/EtcdMemberList":        readers,
 	"/machine.MachineService/EtcdRemoveMemberByID":  admins,
 	"/machine.MachineService/EtcdStatus":            readers,
+	"/machine.MachineService/Kubeconfig":            admins,
 	"/machine.MachineService/Logs":                  readers,
 	"/machine.MachineService/LogsContainers":        readers,
 	"/machine.MachineService/Reboot":                operators,

@@ -98,7 +98,7 @@ func (ev *Evidence) Apply(e history.Entry) {
 
 		ev.etcdService(n, e.At())
 		ev.modeChange(n, e.At())
-		ev.memberships(ev.nodes, ev.cur, ev.prevAt)
+		ev.memberships()
 		ev.prevAt = e.At()
 	}
 }
@@ -134,12 +134,14 @@ func (ev *Evidence) modeChange(n *history.NodeObservation, at time.Duration) {
 	ev.Changes = append(ev.Changes, c)
 }
 
-// memberships notes, at an observation, members first seen as learners and
-// learners seen promoted, keyed by node.
-func (ev *Evidence) memberships(nodes []history.Node, cur *history.Observation, prevAt time.Duration) {
+// memberships notes, at the observation just applied, members first seen as
+// learners and learners seen promoted, keyed by node.
+func (ev *Evidence) memberships() {
+	cur, prevAt := ev.cur, ev.prevAt
+
 	for _, c := range cur.Clusters() {
 		for _, m := range c.Members {
-			node := nodeOf(nodes, m)
+			node := nodeOf(ev.nodes, m)
 			if node == "" {
 				continue
 			}
