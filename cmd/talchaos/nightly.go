@@ -75,7 +75,7 @@ instead of running anything.`,
 func runNightly(cmd *cobra.Command, opts nightlyOptions) error {
 	out := cmd.OutOrStdout()
 
-	names, err := checkNightlyFlags(cmd, opts)
+	names, seeds, err := checkNightlyFlags(cmd, opts)
 	if err != nil {
 		return &exitError{code: exitInput, err: err}
 	}
@@ -109,9 +109,6 @@ func runNightly(cmd *cobra.Command, opts nightlyOptions) error {
 	}
 
 	ledger := &stats.Ledger{Created: time.Now().UTC(), Tool: buildinfo.Read().String()}
-
-	// Checked by checkNightlyFlags; the built-ins run on the sim.
-	seeds, _ := parseSeeds(opts.seeds) //nolint:errcheck
 
 	tgt, err := targetFor(opts.runOptions)
 	if err != nil {
@@ -159,34 +156,35 @@ func runNightly(cmd *cobra.Command, opts nightlyOptions) error {
 }
 
 // checkNightlyFlags checks every flag before anything is read, run or
-// created, and returns the scenarios to run. --scenario given empty is an
+// created, and returns the scenarios and seeds to run. --scenario given empty is an
 // error, not the whole catalogue.
-func checkNightlyFlags(cmd *cobra.Command, opts nightlyOptions) ([]string, error) {
+func checkNightlyFlags(cmd *cobra.Command, opts nightlyOptions) ([]string, []int64, error) {
 	if opts.compare != "" {
 		for _, f := range []string{"seeds", "parallel", "out", "scenario"} {
 			if cmd.Flags().Changed(f) {
-				return nil, fmt.Errorf("--%s is for a night's run: --compare only compares two ledgers", f)
+				return nil, nil, fmt.Errorf("--%s is for a night's run: --compare only compares two ledgers", f)
 			}
 		}
 
-		return nil, nil
+		return nil, nil, nil
 	}
 
-	if _, err := parseSeeds(opts.seeds); err != nil {
-		return nil, err
+	seeds, err := parseSeeds(opts.seeds)
+	if err != nil {
+		return nil, nil, err
 	}
 
 	if err := checkParallel(opts.parallel); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 
 	names := scenarios.Names()
 	if !cmd.Flags().Changed("scenario") {
-		return names, nil
+		return names, seeds, nil
 	}
 
 	if len(opts.only) == 0 {
-		return nil, errors.New("--scenario: no scenario named (leave the flag out to run the whole catalogue)")
+		return nil, nil, errors.New("--scenario: no scenario named (leave the flag out to run the whole catalogue)")
 	}
 
 	seen := map[string]bool{}
@@ -194,15 +192,15 @@ func checkNightlyFlags(cmd *cobra.Command, opts nightlyOptions) ([]string, error
 	for _, n := range opts.only {
 		switch {
 		case !slices.Contains(names, n):
-			return nil, fmt.Errorf("--scenario %s: no such built-in scenario (talchaos list)", quoteShort(n))
+			return nil, nil, fmt.Errorf("--scenario %s: no such built-in scenario (talchaos list)", quoteShort(n))
 		case seen[n]:
-			return nil, fmt.Errorf("--scenario %s: named twice", quoteShort(n))
+			return nil, nil, fmt.Errorf("--scenario %s: named twice", quoteShort(n))
 		}
 
 		seen[n] = true
 	}
 
-	return opts.only, nil
+	return opts.only, seeds, nil
 }
 
 // nightlyHunt hunts one built-in into OUT/NAME; failing seeds are the
