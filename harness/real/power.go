@@ -90,7 +90,7 @@ func (p *power) close() error {
 // proxmoxSecret reads the API token secret from its file or environment variable.
 func (inv *Inventory) proxmoxSecret() (string, error) {
 	if f := inv.Proxmox.TokenSecretFile; f != "" {
-		b, err := os.ReadFile(inv.path(f))
+		b, err := readFile(inv.path(f), maxSecretBytes)
 		if err != nil {
 			return "", fmt.Errorf("proxmox token secret file: %w", err)
 		}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/talchaos/talchaos/harness/netfault"
 	"github.com/talchaos/talchaos/harness/scenario"
+	"github.com/talchaos/talchaos/harness/strictyaml"
 	"github.com/talchaos/talchaos/harness/target"
 )
 
@@ -114,7 +114,7 @@ func (t *Target) Provision(ctx context.Context, sc *scenario.Scenario, _ target.
 	// code (clientconfig.Open would create a missing file).
 	cfg := inv.talosconfig
 	if cfg == nil {
-		data, err := os.ReadFile(inv.path(inv.Talosconfig))
+		data, err := readFile(inv.path(inv.Talosconfig), strictyaml.MaxFileBytes)
 		if err != nil {
 			return nil, fmt.Errorf("talosconfig: %w", err)
 		}
@@ -131,7 +131,7 @@ func (t *Target) Provision(ctx context.Context, sc *scenario.Scenario, _ target.
 	for _, name := range sc.Cluster.NodeNames() {
 		in, _ := inv.Node(name)
 
-		config, err := os.ReadFile(inv.path(in.Config))
+		config, err := readFile(inv.path(in.Config), strictyaml.MaxFileBytes)
 		if err != nil {
 			c.Close() //nolint:errcheck
 
