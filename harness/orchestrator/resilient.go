@@ -295,18 +295,28 @@ func (r *Resilient) bootstrap(ctx context.Context, env *Env, n target.Node) erro
 	}
 	defer sec.Close() //nolint:errcheck
 
-	return env.wait(ctx, condition{what: n.Name + " to accept Bootstrap", every: 5 * time.Second, check: func(ctx context.Context, _ int) error {
+	// A node that just left maintenance refuses Bootstrap with
+	// FailedPrecondition "bootstrap is not available yet" until its CRI is up
+	// (v1alpha1_server.go Bootstrap, IsBootstrapAllowed): the wait is
+	// expected, told as the condition's state (the call is in the history
+	// all the same), not as an error.
+	return env.wait(ctx, condition{what: n.Name + " to accept Bootstrap", node: n.Name, log: true, every: 5 * time.Second, check: func(ctx context.Context, _ int) error {
 		callCtx, cancel := context.WithTimeout(ctx, r.callTimeout(env))
 		err := sec.Bootstrap(callCtx, &machine.BootstrapRequest{})
 
 		cancel()
-		env.call(n.Name, "Bootstrap", err)
+
+		if status.Code(err) != codes.FailedPrecondition {
+			env.call(n.Name, "Bootstrap", err)
+		}
 
 		switch status.Code(err) {
 		case codes.OK, codes.AlreadyExists:
 			return nil
 		case codes.InvalidArgument, codes.Unimplemented, codes.PermissionDenied:
 			return stop(fmt.Errorf("bootstrap %s: %w", n.Name, err))
+		case codes.FailedPrecondition:
+			return fmt.Errorf("Bootstrap %s: %s", n.Name, status.Convert(err).Message())
 		}
 
 		return err
