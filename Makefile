@@ -5,7 +5,7 @@ SCENARIO ?= too-many-learners
 SEED     ?= 1
 REPORT   ?= talchaos-report
 
-.PHONY: all build run test test-long lint bench bench-go clean
+.PHONY: all build run test test-long lint bench bench-go clean kube
 
 all: build
 
@@ -36,7 +36,7 @@ FUZZTIME ?= 30000x
 # such inputs held the fuzzing for minutes. A count bounds it.
 FUZZMIN  ?= 20x
 
-test: lint
+test: lint kube
 	$(GO) test -count=1 -race -timeout 12m ./...
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) -parallel 2 ./harness/scenario
 	$(GO) test -run '^$$' -fuzz '^FuzzLoadInventory$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) -parallel 2 ./harness/real
@@ -65,6 +65,25 @@ bench-go:
 
 clean:
 	rm -rf bin $(REPORT)
+
+# The real kube-apiserver for Kubernetes-enabled scenarios (cluster.kubernetes),
+# built from its own module (kube/apiserver: k8s.io/kubernetes needs replace
+# lines that must stay out of the main module) into the cache talchaos looks
+# in (sim/kubecp.Locate). Several minutes cold, nothing when it is there.
+KUBE_VERSION := $(shell sed -n 's/^\tk8s.io\/kubernetes \(v[0-9.]*\)$$/\1/p' kube/apiserver/go.mod)
+KUBE_MINOR   := $(word 2,$(subst ., ,$(KUBE_VERSION)))
+KUBE_DIR     ?= $(or $(TALCHAOS_KUBE_DIR),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/talchaos/kube/$(KUBE_VERSION))
+KUBE_LDFLAGS := -s -w -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
+	-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(KUBE_MINOR)
+
+kube: $(KUBE_DIR)/kube-apiserver
+
+# Only its absence triggers a build: the version is in the path, and a fresh
+# clone's new file times must not rebuild a cached binary.
+$(KUBE_DIR)/kube-apiserver:
+	@mkdir -p $(KUBE_DIR)
+	cd kube/apiserver && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(KUBE_LDFLAGS)" -o $@.tmp .
+	mv $@.tmp $@
 
 # Compatibility suite (separate module in compat/): the real talosctl and Talos's
 # own pre-boot checks against `talchaos up`. Builds talosctl once into

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -41,14 +42,16 @@ import (
 	"github.com/talchaos/talchaos/harness/scenario"
 	"github.com/talchaos/talchaos/harness/scratch"
 	"github.com/talchaos/talchaos/harness/target"
+	"github.com/talchaos/talchaos/sim/kubecp"
 )
 
 // minTimeout keeps scaled client deadlines above what a loaded CI machine needs
 // for a TLS round trip on loopback.
 const minTimeout = 150 * time.Millisecond
 
-// KubernetesVersion is what the generated configs name.
-const KubernetesVersion = "1.34.1"
+// KubernetesVersion is what the generated configs name: the release the
+// simulated control plane runs.
+var KubernetesVersion = strings.TrimPrefix(kubecp.Version, "v")
 
 var quietToxics sync.Once
 
@@ -68,11 +71,17 @@ type Cluster struct {
 	toxi    *toxiproxy.ApiServer
 
 	bundle      *secrets.Bundle
+	endpoint    string // the configs' control-plane endpoint
 	talosconfig *clientconfig.Config
 	configs     map[string][]byte
 	nodes       []*Node
 
 	net netState
+
+	// kubeAPIServer is the kube-apiserver binary when the scenario runs
+	// Kubernetes (kube.go); kubeLB balances the control-plane endpoint.
+	kubeAPIServer string
+	kubeLB        *kubeBalancer
 
 	// A node run as a process (NewNodeProcess): its one node is nodes[0], the
 	// others are peers known by address; discovery is a registry outside it;
@@ -97,6 +106,9 @@ type Options struct {
 	// nodes from .2): the same addresses every time, for scripts that outlive
 	// one `talchaos up`. Zero picks a free block.
 	Block int
+	// KubeDir is where the Kubernetes binaries are (cluster.kubernetes);
+	// empty: kubecp.Locate's places.
+	KubeDir string
 }
 
 // NewClusterWith is NewCluster with options.
@@ -117,8 +129,20 @@ func NewClusterWith(ctx context.Context, sc *scenario.Scenario, seed int64, opts
 		}
 	}()
 
+	if sc.Cluster.Kubernetes {
+		if c.kubeAPIServer, err = kubecp.Locate(opts.KubeDir); err != nil {
+			return nil, err
+		}
+	}
+
 	if c.block, c.claim, err = claimBlock(opts.Block); err != nil {
 		return nil, err
+	}
+
+	if c.kubeAPIServer != "" {
+		if err = addHostAddrs(c.block, len(sc.Cluster.NodeNames())); err != nil {
+			return nil, err
+		}
 	}
 
 	// Marked as this run's (0700: it holds the cluster's keys), so that a run
@@ -154,6 +178,12 @@ func NewClusterWith(ctx context.Context, sc *scenario.Scenario, seed int64, opts
 
 		if err = n.newGate(); err != nil {
 			return nil, fmt.Errorf("node %s: peer gate: %w", n.name, err)
+		}
+	}
+
+	if c.kubeAPIServer != "" {
+		if err = c.startKubeBalancer(); err != nil {
+			return nil, err
 		}
 	}
 
@@ -215,7 +245,17 @@ func claimBlock(want int) (int, net.Listener, error) {
 	return 0, nil, errors.New("no free loopback block 127.0.10-239.0/24")
 }
 
-func (c *Cluster) nodeIP(i int) string { return fmt.Sprintf("127.0.%d.%d", c.block, i+2) }
+func (c *Cluster) nodeIP(i int) string { return fmt.Sprintf("%s.%d.%d", c.hostPrefix(), c.block, i+2) }
+
+// hostPrefix is the first two octets of the cluster's addresses: loopback,
+// or with Kubernetes, addresses it accepts (hostaddr.go).
+func (c *Cluster) hostPrefix() string {
+	if c.kubeAPIServer != "" {
+		return hostAddrPrefix
+	}
+
+	return "127.0"
+}
 
 // generateConfigs makes the cluster's secrets bundle, machine configs and
 // talosconfig for its loopback addresses.
@@ -225,7 +265,9 @@ func (c *Cluster) generateConfigs() error {
 		ips[name] = c.nodeIP(i)
 	}
 
-	cfgs, err := GenerateConfigs(c.sc, c.profile, ips, fmt.Sprintf("https://127.0.%d.1:6443", c.block))
+	c.endpoint = fmt.Sprintf("https://%s.%d.1:%d", c.hostPrefix(), c.block, kubePort)
+
+	cfgs, err := GenerateConfigs(c.sc, c.profile, ips, c.endpoint)
 	if err != nil {
 		return err
 	}
@@ -397,18 +439,28 @@ func (c *Cluster) newNode(ip, name string) (*Node, error) {
 	return n, nil
 }
 
-// startProxies puts toxiproxy in front of the node's three ports.
+// startProxies puts toxiproxy in front of the node's three ports, and of its
+// API server when it runs one.
 func (n *Node) startProxies() error {
 	n.proxies = map[target.Port]*toxiproxy.Proxy{}
 
-	for port, pair := range map[target.Port][2]int{
+	ports := map[target.Port][2]int{
 		target.PortTalosAPI:   {apiPort, backendAPIPort},
 		target.PortEtcdClient: {etcdClientPort, backendClient},
 		target.PortEtcdPeer:   {etcdPeerPort, backendPeerPort},
-	} {
+	}
+	if n.kubeEnabled() {
+		ports[portKubeAPIServer] = [2]int{kubePort, kubePort}
+	}
+
+	for port, pair := range ports {
 		backend := n.ip
-		if port == target.PortEtcdPeer {
+
+		switch port {
+		case target.PortEtcdPeer:
 			backend = n.peerBackendHost()
+		case portKubeAPIServer:
+			backend = n.loopbackTwin()
 		}
 
 		p := toxiproxy.NewProxy(n.c.toxi, n.name+"-"+string(port),
@@ -527,6 +579,7 @@ func (c *Cluster) Close() error {
 	c.closeOnce.Do(func() {
 		c.cancel()
 		c.wg.Wait() // boots and reboots in flight see the cancelled context and end
+		c.kubeLB.close()
 
 		for _, n := range c.nodes {
 			n.shutdown()
@@ -540,6 +593,10 @@ func (c *Cluster) Close() error {
 			if n.gate != nil {
 				n.gate.Close()
 			}
+		}
+
+		if c.kubeAPIServer != "" && c.claim != nil {
+			removeHostAddrs(c.block)
 		}
 
 		if c.claim != nil {

@@ -682,6 +682,10 @@ func (n *Node) runKubelet(ctx context.Context, svc *service) {
 	svc.update(stateRunning, "Started task kubelet (PID %d) for container kubelet", pid)
 	svc.initHealth()
 
+	if n.kubeEnabled() {
+		n.goBoot(func() { n.runAPIServerPod(ctx) })
+	}
+
 	if n.sleep(ctx, n.c.clock.Wall(n.c.profile.HealthInitialDelay)) {
 		svc.setHealth(true, "")
 	}
@@ -925,10 +929,15 @@ func (n *Node) rng(purpose string) *rand.Rand {
 // so it must be one every member's certificate names: 127.0.0.1 (as in
 // Talos's etcd certificates) when the node runs as a process in its own
 // network namespace, the node's loopback address in the sim (whose
-// connections come from 127.0.0.1 anyway).
+// connections come from 127.0.0.1 anyway), or the node's loopback twin when
+// its own address is not a loopback one (Kubernetes, hostaddr.go): a
+// connection to a non-loopback local address comes from that address.
 func (n *Node) peerBackendHost() string {
-	if n.c.single {
+	switch {
+	case n.c.single:
 		return "127.0.0.1"
+	case n.c.kubeAPIServer != "":
+		return n.loopbackTwin()
 	}
 
 	return n.ip

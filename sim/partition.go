@@ -261,19 +261,21 @@ func (c *Cluster) Isolate(ctx context.Context, node string) (target.Heal, error)
 
 	var removes []func() error
 
-	for _, d := range []target.Direction{target.Upstream, target.Downstream} {
-		remove, err := c.AddToxic(ctx, node, target.PortTalosAPI, target.Toxic{Type: "timeout", Direction: d})
-		if err != nil {
-			c.cut([]*Node{n}, others, -1)
+	for _, port := range n.apiPorts() {
+		for _, d := range []target.Direction{target.Upstream, target.Downstream} {
+			remove, err := c.AddToxic(ctx, node, port, target.Toxic{Type: "timeout", Direction: d})
+			if err != nil {
+				c.cut([]*Node{n}, others, -1)
 
-			for _, r := range removes {
-				r() //nolint:errcheck
+				for _, r := range removes {
+					r() //nolint:errcheck
+				}
+
+				return nil, err
 			}
 
-			return nil, err
+			removes = append(removes, remove)
 		}
-
-		removes = append(removes, remove)
 	}
 
 	return func() error {

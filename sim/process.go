@@ -111,15 +111,17 @@ func (c *Cluster) pauseNode(ctx context.Context, n *Node) (target.Heal, error) {
 		return first
 	}
 
-	for _, d := range []target.Direction{target.Upstream, target.Downstream} {
-		remove, err := c.AddToxic(ctx, n.name, target.PortTalosAPI, target.Toxic{Type: "timeout", Direction: d})
-		if err != nil {
-			undo() //nolint:errcheck
+	for _, port := range n.apiPorts() {
+		for _, d := range []target.Direction{target.Upstream, target.Downstream} {
+			remove, err := c.AddToxic(ctx, n.name, port, target.Toxic{Type: "timeout", Direction: d})
+			if err != nil {
+				undo() //nolint:errcheck
 
-			return nil, err
+				return nil, err
+			}
+
+			heals = append(heals, remove)
 		}
-
-		heals = append(heals, remove)
 	}
 
 	return undo, nil

@@ -9,13 +9,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/talchaos/talchaos/harness/childproc"
 	"github.com/talchaos/talchaos/harness/scratch"
 	"github.com/talchaos/talchaos/harness/target"
 )
@@ -204,12 +204,11 @@ func (e *Exec) run(ctx context.Context, env *Env, program, dir string, vars []st
 	cmd.Stdout = outW
 	cmd.Stderr = errW
 	// Its own group, killed as a whole; killed by the kernel if talchaos dies.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
+	childproc.Prepare(cmd)
 
 	env.step("exec bootstrap command: " + quoteArgs(e.Command))
 
-	started, waited := startLocked(cmd)
+	started, waited := childproc.StartLocked(cmd)
 
 	err = <-started
 	// The child holds its own copies; the readers see EOF once every process
@@ -231,7 +230,7 @@ func (e *Exec) run(ctx context.Context, env *Env, program, dir string, vars []st
 	waitErr := <-waited
 
 	// The leader is reaped; whatever it left behind in its group goes too.
-	killGroup(cmd.Process.Pid) //nolint:errcheck
+	childproc.KillGroup(cmd.Process.Pid) //nolint:errcheck
 
 	drained := make(chan struct{})
 
@@ -249,30 +248,6 @@ func (e *Exec) run(ctx context.Context, env *Env, program, dir string, vars []st
 	}
 
 	return e.result(ctx, env, cmd, waitErr)
-}
-
-// startLocked starts cmd and waits for it on one locked OS thread. Pdeathsig
-// fires when the thread that forked the child exits, not the process, and Go
-// retires idle threads: the forking thread must live until the child has been
-// waited for. started gets Start's error; waited, if it started, Wait's.
-func startLocked(cmd *exec.Cmd) (started, waited <-chan error) {
-	s, w := make(chan error, 1), make(chan error, 1)
-
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-
-		if err := cmd.Start(); err != nil {
-			s <- err
-
-			return
-		}
-
-		s <- nil
-		w <- cmd.Wait()
-	}()
-
-	return s, w
 }
 
 func (e *Exec) result(ctx context.Context, env *Env, cmd *exec.Cmd, waitErr error) error {
@@ -302,16 +277,6 @@ func (e *Exec) result(ctx context.Context, env *Env, cmd *exec.Cmd, waitErr erro
 	env.step(fmt.Sprintf("bootstrap command exited with code %d", state.ExitCode()))
 
 	return fmt.Errorf("bootstrap command exited with code %d", state.ExitCode())
-}
-
-// killGroup SIGKILLs the process group led by pid; an empty group is not an error.
-func killGroup(pid int) error {
-	err := syscall.Kill(-pid, syscall.SIGKILL)
-	if errors.Is(err, syscall.ESRCH) {
-		return nil
-	}
-
-	return err
 }
 
 // streamLines adds every line read from r to the event log.

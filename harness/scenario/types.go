@@ -59,6 +59,9 @@ type Cluster struct {
 	Nodes         map[string]NodeOverride `yaml:"nodes"`         // keys must name existing nodes
 	Etcd          Etcd                    `yaml:"etcd"`
 	Workload      Workload                `yaml:"workload"`
+	// Kubernetes runs the real kube-apiserver on every control plane, as
+	// Talos's static pod does (the sim target; needs `make kube`).
+	Kubernetes bool `yaml:"kubernetes"`
 	// ConfigPatches are applied to the generated machine configs with the
 	// machinery's config patcher, as `talosctl gen config --config-patch` does.
 	ConfigPatches []ConfigPatch `yaml:"configPatches"`

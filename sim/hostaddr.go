@@ -1,0 +1,104 @@
+package sim
+
+import (
+	"fmt"
+	"net"
+	"strings"
+
+	"github.com/vishvananda/netlink"
+)
+
+// Kubernetes refuses loopback addresses in the kubernetes endpoints
+// ("may not be in the loopback range"), so a cluster that runs Kubernetes
+// cannot give its nodes 127.0.<block>.x as the others do. Its nodes take
+// 198.18.<block>.x instead (RFC 2544's benchmarking range, never routed on a
+// real network), added to the loopback interface under the label
+// lo:tc<block> for the cluster's life. That needs CAP_NET_ADMIN. The block is
+// still claimed on 127.0.<block>.1, so a label whose block nobody claims was
+// left by a killed run and is removed by the next cluster that runs
+// Kubernetes.
+
+// hostAddrPrefix is the first two octets of a Kubernetes cluster's node addresses.
+const hostAddrPrefix = "198.18"
+
+func hostAddrLabel(block int) string { return fmt.Sprintf("lo:tc%d", block) }
+
+// addHostAddrs puts the block's endpoint (.1) and n node addresses (.2 on)
+// on the loopback interface, after removing what killed runs left.
+func addHostAddrs(block, n int) error {
+	lo, err := netlink.LinkByName("lo")
+	if err != nil {
+		return fmt.Errorf("loopback interface: %w", err)
+	}
+
+	reapHostAddrs(lo, block)
+
+	for i := 1; i <= n+1; i++ {
+		addr, _ := netlink.ParseAddr(fmt.Sprintf("%s.%d.%d/32", hostAddrPrefix, block, i)) //nolint:errcheck // well-formed
+		addr.Label = hostAddrLabel(block)
+
+		if err := netlink.AddrReplace(lo, addr); err != nil {
+			removeHostAddrs(block)
+
+			return fmt.Errorf("cluster.kubernetes gives nodes non-loopback addresses (%s.%d.0/24 on lo), "+
+				"which needs root or CAP_NET_ADMIN: add %s: %w", hostAddrPrefix, block, addr.IPNet, err)
+		}
+	}
+
+	return nil
+}
+
+// removeHostAddrs removes the block's addresses.
+func removeHostAddrs(block int) {
+	lo, err := netlink.LinkByName("lo")
+	if err != nil {
+		return
+	}
+
+	removeLabelled(lo, hostAddrLabel(block))
+}
+
+func removeLabelled(lo netlink.Link, label string) {
+	addrs, err := netlink.AddrList(lo, netlink.FAMILY_V4)
+	if err != nil {
+		return
+	}
+
+	for _, a := range addrs {
+		if a.Label == label {
+			netlink.AddrDel(lo, &a) //nolint:errcheck,gosec // best effort; a second remover may have been first
+		}
+	}
+}
+
+// reapHostAddrs removes labelled addresses of blocks no live cluster claims
+// (their claim on 127.0.<block>.1 can be taken), and any left in our own block.
+func reapHostAddrs(lo netlink.Link, own int) {
+	addrs, err := netlink.AddrList(lo, netlink.FAMILY_V4)
+	if err != nil {
+		return
+	}
+
+	seen := map[string]bool{}
+
+	for _, a := range addrs {
+		var block int
+		if _, err := fmt.Sscanf(a.Label, "lo:tc%d", &block); err != nil || seen[a.Label] ||
+			!strings.HasPrefix(a.IP.String(), hostAddrPrefix+".") {
+			continue
+		}
+
+		seen[a.Label] = true
+
+		if block != own {
+			l, err := net.Listen("tcp", fmt.Sprintf("127.0.%d.1:%d", block, apiPort))
+			if err != nil {
+				continue // claimed: a live cluster's
+			}
+
+			l.Close() //nolint:errcheck
+		}
+
+		removeLabelled(lo, a.Label)
+	}
+}

@@ -1,0 +1,272 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/talchaos/talchaos/harness/childproc"
+	"github.com/talchaos/talchaos/harness/scratch"
+	"github.com/talchaos/talchaos/harness/target"
+	"github.com/talchaos/talchaos/sim/kubecp"
+)
+
+// Kubernetes on the simulated control plane (cluster.kubernetes): each control
+// plane's kubelet runs the real kube-apiserver as Talos's static pod, talking
+// to that node's own etcd member only, so an API server whose member is a
+// learner, not started or failed is not ready and drops out of the
+// `kubernetes` endpoints by itself (the lease reconciler, real). It listens
+// behind a proxy on the node's address, port 6443, so isolating or pausing the
+// node cuts it as it cuts the Talos API; a load balancer on the cluster's
+// endpoint (127.0.<block>.1:6443) spreads connections over the control planes,
+// as the VIP or external balancer of a real cluster does. Kubernetes runs on
+// real time, as etcd does.
+
+// portKubeAPIServer is the proxy in front of a control plane's API server.
+const portKubeAPIServer target.Port = "kube-apiserver"
+
+// Kubelet's container restart back-off (pkg/kubelet/kubelet.go:
+// backOffPeriod 10 s doubling to MaxContainerBackOff 300 s, forgotten after a
+// container ran for twice the maximum), and how long a stopped API server
+// may take to shut down before it is killed (the pod's grace period).
+const (
+	kubeBackoffInitial = 10 * time.Second
+	kubeBackoffMax     = 300 * time.Second
+	kubeGracePeriod    = 30 * time.Second
+)
+
+// loopbackTwin is where a node's backends sit behind its proxies when they
+// must be reached from a loopback source (its etcd peer listener, its API
+// server): the node's address moved to 127.1.0.0/16, which is on the
+// loopback interface as well and not used by node addresses.
+func (n *Node) loopbackTwin() string {
+	ip := net.ParseIP(n.ip).To4()
+
+	return fmt.Sprintf("127.1.%d.%d", ip[2], ip[3])
+}
+
+// kubeEnabled reports whether the node runs an API server.
+func (n *Node) kubeEnabled() bool {
+	return n.c.kubeAPIServer != "" && n.role == target.ControlPlane && !n.c.single
+}
+
+// apiPorts are the ports isolation and a paused node blackhole for the engine.
+func (n *Node) apiPorts() []target.Port {
+	if _, ok := n.proxies[portKubeAPIServer]; ok {
+		return []target.Port{target.PortTalosAPI, portKubeAPIServer}
+	}
+
+	return []target.Port{target.PortTalosAPI}
+}
+
+// runAPIServerPod is the kubelet running the kube-apiserver static pod until
+// ctx ends (the kubelet stops, the node goes down): it restarts the server
+// whenever it exits, after kubelet's back-off.
+func (n *Node) runAPIServerPod(ctx context.Context) {
+	backoff := kubeBackoffInitial
+
+	logf, err := os.OpenFile(filepath.Join(n.dir, "kube-apiserver.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		n.machined.Printf("kube-apiserver: %v", err)
+
+		return
+	}
+	defer logf.Close() //nolint:errcheck
+
+	for ctx.Err() == nil {
+		started := time.Now()
+
+		if err := n.runAPIServer(ctx, logf); err != nil && ctx.Err() == nil {
+			fmt.Fprintf(logf, "talchaos: kube-apiserver exited: %v\n", err) //nolint:errcheck
+		}
+
+		if time.Since(started) > 2*kubeBackoffMax {
+			backoff = kubeBackoffInitial
+		}
+
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+
+		backoff = min(2*backoff, kubeBackoffMax)
+	}
+}
+
+// runAPIServer renders the pod from the applied config and runs it once,
+// until it exits or ctx ends: a clean stop sends SIGTERM (the server removes
+// its own endpoint lease) and waits the grace period; a power cut kills it.
+func (n *Node) runAPIServer(ctx context.Context, out io.Writer) error {
+	pod, err := kubecp.RenderAPIServer(kubecp.Node{
+		Config:     n.Config(),
+		Hostname:   n.name,
+		Address:    n.ip,
+		Bind:       n.loopbackTwin(),
+		EtcdServer: fmt.Sprintf("https://%s:%d", n.ip, backendClient),
+		Dir:        filepath.Join(n.dir, "kube-apiserver"),
+	})
+	if err != nil {
+		return err
+	}
+
+	cmd := exec.Command(n.c.kubeAPIServer, pod.Args...) //nolint:gosec // our own binary and rendered flags
+	cmd.Env = append(os.Environ(), scratch.Env())
+	cmd.Stdout, cmd.Stderr = out, out
+	childproc.Prepare(cmd)
+
+	startedCh, waited := childproc.StartLocked(cmd)
+	if err := <-startedCh; err != nil {
+		return err
+	}
+
+	select {
+	case err := <-waited:
+		return err
+	case <-ctx.Done():
+	}
+
+	pid := cmd.Process.Pid
+
+	// A power cut, or the whole cluster going away, gives no time to stop.
+	if n.powerCut.Load() || n.c.ctx.Err() != nil {
+		childproc.KillGroup(pid) //nolint:errcheck
+	} else {
+		childproc.SignalGroup(pid, syscall.SIGTERM) //nolint:errcheck
+
+		select {
+		case <-waited:
+			return nil
+		case <-time.After(kubeGracePeriod):
+			childproc.KillGroup(pid) //nolint:errcheck
+		}
+	}
+
+	<-waited
+
+	return nil
+}
+
+// kubeBalancer is the cluster endpoint's load balancer: each connection goes
+// to the next control plane whose API server port accepts it.
+type kubeBalancer struct {
+	l       net.Listener
+	targets []string
+	mu      sync.Mutex
+	next    int
+	wg      sync.WaitGroup
+}
+
+// startKubeBalancer listens on the configs' control-plane endpoint.
+func (c *Cluster) startKubeBalancer() error {
+	u, err := url.Parse(c.endpoint)
+	if err != nil {
+		return err
+	}
+
+	b := &kubeBalancer{}
+
+	for _, n := range c.nodes {
+		if n.role == target.ControlPlane {
+			b.targets = append(b.targets, net.JoinHostPort(n.ip, strconv.Itoa(kubePort)))
+		}
+	}
+
+	if b.l, err = net.Listen("tcp", u.Host); err != nil {
+		return fmt.Errorf("control-plane endpoint %s: %w", u.Host, err)
+	}
+
+	c.kubeLB = b
+	b.wg.Go(func() { b.serve(c.ctx) })
+
+	return nil
+}
+
+// kubePort is the API server's port on every control plane.
+const kubePort = 6443
+
+func (b *kubeBalancer) serve(ctx context.Context) {
+	for {
+		conn, err := b.l.Accept()
+		if err != nil {
+			return
+		}
+
+		b.wg.Go(func() { b.forward(ctx, conn) })
+	}
+}
+
+func (b *kubeBalancer) forward(ctx context.Context, conn net.Conn) {
+	defer conn.Close() //nolint:errcheck
+
+	b.mu.Lock()
+	first := b.next
+	b.next = (b.next + 1) % len(b.targets)
+	b.mu.Unlock()
+
+	var up net.Conn
+
+	for i := range b.targets {
+		d := net.Dialer{Timeout: time.Second}
+
+		c, err := d.DialContext(ctx, "tcp", b.targets[(first+i)%len(b.targets)])
+		if err == nil {
+			up = c
+
+			break
+		}
+	}
+
+	if up == nil {
+		return
+	}
+	defer up.Close() //nolint:errcheck
+
+	stop := context.AfterFunc(ctx, func() {
+		conn.Close() //nolint:errcheck
+		up.Close()   //nolint:errcheck
+	})
+	defer stop()
+
+	done := make(chan struct{}, 2)
+
+	pipe := func(dst, src net.Conn) {
+		_, _ = io.Copy(dst, src)
+
+		if tc, ok := dst.(*net.TCPConn); ok {
+			tc.CloseWrite() //nolint:errcheck
+		}
+
+		done <- struct{}{}
+	}
+
+	go pipe(up, conn)
+	go pipe(conn, up)
+
+	<-done
+	<-done
+}
+
+// close stops accepting and waits for the connections in flight, which end
+// with the cluster's context.
+func (b *kubeBalancer) close() {
+	if b == nil {
+		return
+	}
+
+	if err := b.l.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+		return
+	}
+
+	b.wg.Wait()
+}
