@@ -76,6 +76,46 @@ type NodeObservation struct {
 	MembersErr string      `json:"membersError,omitempty"`
 	Status     *EtcdStatus `json:"status,omitempty"`
 	StatusErr  string      `json:"statusError,omitempty"`
+	// APIServer is the control plane's Kubernetes API server, in a run with
+	// Kubernetes.
+	APIServer *APIServer `json:"apiServer,omitempty"`
+}
+
+// APIServer is a control plane's Kubernetes API server as a client sees it
+// through the node's address, with the cluster's admin kubeconfig.
+type APIServer struct {
+	// Ready: GET /readyz answered ok.
+	Ready bool `json:"ready"`
+	// Error is why it is not ready: the failed checks /readyz lists, or
+	// the error of the connection.
+	Error string `json:"error,omitempty"`
+	// Endpoints are the addresses of the default/kubernetes endpoints as
+	// this server lists them; nil when it could not list them.
+	Endpoints []string `json:"endpoints,omitempty"`
+}
+
+// KubernetesEndpoints is the kubernetes endpoints as the first control plane
+// whose API server is ready lists them; ok is false when none is.
+func (o *Observation) KubernetesEndpoints() (addrs []string, ok bool) {
+	for _, n := range o.Ordered() {
+		if n.APIServer != nil && n.APIServer.Ready && n.APIServer.Endpoints != nil {
+			return n.APIServer.Endpoints, true
+		}
+	}
+
+	return nil, false
+}
+
+// Kubernetes reports whether the observation saw any API server (a run with
+// Kubernetes).
+func (o *Observation) Kubernetes() bool {
+	for _, n := range o.Nodes {
+		if n.APIServer != nil {
+			return true
+		}
+	}
+
+	return false
 }
 
 // Observation is the cluster at one poll.

@@ -101,6 +101,15 @@ func Checks(exp scenario.Expect, out result.Outcome, diags []result.Diagnosis, c
 		add("learners", fmt.Sprint(*exp.Learners), fmt.Sprint(out.Learners))
 	}
 
+	if exp.KubernetesEndpoints != nil {
+		actual := "no Kubernetes"
+		if out.KubernetesEndpoints != nil {
+			actual = fmt.Sprint(*out.KubernetesEndpoints)
+		}
+
+		add("kubernetesEndpoints", fmt.Sprint(*exp.KubernetesEndpoints), actual)
+	}
+
 	if exp.NodesInMaintenance != nil {
 		want := slices.Sorted(slices.Values(exp.NodesInMaintenance))
 		got := slices.Sorted(slices.Values(out.NodesInMaintenance))

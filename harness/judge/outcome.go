@@ -1,6 +1,8 @@
 package judge
 
 import (
+	"slices"
+
 	"github.com/talchaos/talchaos/harness/history"
 	"github.com/talchaos/talchaos/harness/result"
 	"github.com/talchaos/talchaos/harness/target"
@@ -54,6 +56,11 @@ func OutcomeOf(o *history.Observation) result.Outcome {
 		out.Members = append(out.Members, result.Member{ID: m.IDString(), Hostname: name, PeerURLs: m.PeerURLs, IsLearner: m.IsLearner})
 	}
 
+	endpoints, _ := o.KubernetesEndpoints()
+	if o.Kubernetes() {
+		out.KubernetesEndpoints = new(len(endpoints))
+	}
+
 	for _, n := range o.Ordered() {
 		if n.Mode == history.ModeMaintenance {
 			out.NodesInMaintenance = append(out.NodesInMaintenance, n.Name)
@@ -78,6 +85,15 @@ func OutcomeOf(o *history.Observation) result.Outcome {
 			default:
 				no.EtcdHealth = "Fail: " + n.Etcd.HealthMessage
 			}
+		}
+
+		if n.APIServer != nil {
+			no.APIServer = "ready"
+			if !n.APIServer.Ready {
+				no.APIServer = "not ready: " + n.APIServer.Error
+			}
+
+			no.InService = slices.Contains(endpoints, n.Address)
 		}
 
 		out.Nodes = append(out.Nodes, no)

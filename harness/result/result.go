@@ -115,6 +115,9 @@ type Outcome struct {
 	Nodes []NodeOutcome `json:"nodes,omitempty"`
 	// Promotions are the learners seen during the run and when they were promoted.
 	Promotions []Promotion `json:"promotions,omitempty"`
+	// KubernetesEndpoints is how many addresses the kubernetes endpoints
+	// list at the end (runs with Kubernetes; 0 when no API server was ready).
+	KubernetesEndpoints *int `json:"kubernetesEndpoints,omitempty"`
 }
 
 // Promotion is one node's time as a learner. PromotedMs is -1 when it never was.
@@ -144,6 +147,10 @@ type NodeOutcome struct {
 	EtcdMessage string `json:"etcdMessage,omitempty"`
 	EtcdHealth  string `json:"etcdHealth,omitempty"`
 	APIError    string `json:"apiError,omitempty"`
+	// APIServer is the Kubernetes API server's state ("ready", or why it is
+	// not); InService: its address is in the kubernetes endpoints.
+	APIServer string `json:"apiServer,omitempty"`
+	InService bool   `json:"inService,omitempty"`
 }
 
 // Check is one expectation and whether it held.

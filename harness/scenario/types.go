@@ -189,12 +189,15 @@ func (w When) Times() int { return max(w.Count, 1) }
 // Expect is what must hold at the end of the run.
 type Expect struct {
 	// Within bounds the run (Talos time); default 30m.
-	Within             Duration            `yaml:"within"`
-	Converged          *bool               `yaml:"converged"`
-	Voters             *int                `yaml:"voters"`
-	Learners           *int                `yaml:"learners"`
-	NodesInMaintenance []string            `yaml:"nodesInMaintenance"`
-	Diagnoses          []ExpectedDiagnosis `yaml:"diagnoses"`
+	Within    Duration `yaml:"within"`
+	Converged *bool    `yaml:"converged"`
+	Voters    *int     `yaml:"voters"`
+	Learners  *int     `yaml:"learners"`
+	// KubernetesEndpoints is how many control planes the kubernetes
+	// endpoints list at the end (cluster.kubernetes).
+	KubernetesEndpoints *int                `yaml:"kubernetesEndpoints"`
+	NodesInMaintenance  []string            `yaml:"nodesInMaintenance"`
+	Diagnoses           []ExpectedDiagnosis `yaml:"diagnoses"`
 	// NoDiagnoses asserts that none of these codes is produced.
 	NoDiagnoses []string `yaml:"noDiagnoses"`
 	// Settle keeps observing at least this long after the orchestrator

@@ -244,6 +244,10 @@ func (v *validator) expect() {
 
 	v.consistent(e, okVoters && okLearners)
 
+	if v.memberCount("expect.kubernetesEndpoints", e.KubernetesEndpoints) && e.KubernetesEndpoints != nil && !v.s.Cluster.Kubernetes {
+		v.errorf("expect.kubernetesEndpoints", "needs cluster.kubernetes: true (without it no API server runs)")
+	}
+
 	for i, n := range e.NodesInMaintenance {
 		v.node(fmt.Sprintf("expect.nodesInMaintenance[%d]", i), n)
 	}

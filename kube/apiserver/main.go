@@ -9,8 +9,8 @@ package main
 import (
 	"os"
 
-	_ "k8s.io/component-base/logs/json/register"
 	"k8s.io/component-base/cli"
+	_ "k8s.io/component-base/logs/json/register"
 	"k8s.io/kubernetes/cmd/kube-apiserver/app"
 )
 
