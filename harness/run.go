@@ -173,6 +173,10 @@ func runCluster(ctx context.Context, sc *scenario.Scenario, clk clock.Clock, opt
 
 	defer observer.Close()
 
+	if sc.Cluster.Kubernetes {
+		observer.WatchKubernetes()
+	}
+
 	bgCtx, bgCancel := context.WithCancel(ctx)
 	defer bgCancel()
 
@@ -221,6 +225,7 @@ func runCluster(ctx context.Context, sc *scenario.Scenario, clk clock.Clock, opt
 		Record:        rec,
 		Clock:         clk,
 		Destructive:   opts.Destructive(),
+		Kubernetes:    sc.Cluster.Kubernetes,
 	}
 
 	if cf, ok := cluster.(target.ClientFaults); ok {

@@ -8,6 +8,7 @@ import (
 	"github.com/talchaos/talchaos/harness/netfault"
 	"github.com/talchaos/talchaos/harness/scenario"
 	"github.com/talchaos/talchaos/harness/target"
+	"github.com/talchaos/talchaos/sim/kubecp"
 )
 
 // Target is the in-process simulation target ("sim").
@@ -114,7 +115,15 @@ func Scale(sc *scenario.Scenario) float64 {
 
 // Check implements target.Target: the sim runs every valid scenario whose
 // config patches load and apply.
-func (Target) Check(sc *scenario.Scenario) error { return CheckPatches(sc) }
+func (Target) Check(sc *scenario.Scenario) error {
+	if sc.Cluster.Kubernetes {
+		if _, err := kubecp.Locate(""); err != nil {
+			return fmt.Errorf("cluster.kubernetes: %w", err)
+		}
+	}
+
+	return CheckPatches(sc)
+}
 
 // CheckPatches generates the scenario's configs as a run would (with
 // addresses of no consequence) when it has config patches, so that a patch

@@ -60,6 +60,10 @@ type Observer struct {
 	answersMu   sync.Mutex
 	answers     map[string]answer
 	etcdAnswers map[string]etcdAnswer // control planes' etcd parts, polled apart
+	kubeAnswers map[string]kubeAnswer // control planes' API servers (kube.go)
+
+	// kube is set by WatchKubernetes: the run has Kubernetes.
+	kube *kubeClients
 }
 
 type nodeClients struct {
@@ -75,6 +79,7 @@ func NewObserver(ctx context.Context, nodes []target.Node, cfg *clientconfig.Con
 		clients:     map[string]*nodeClients{},
 		answers:     map[string]answer{},
 		etcdAnswers: map[string]etcdAnswer{},
+		kubeAnswers: map[string]kubeAnswer{},
 		lines:       map[string][]LogLine{},
 		pending:     map[string]bool{},
 		following:   map[string]bool{},
@@ -190,6 +195,10 @@ func (o *Observer) Run(ctx context.Context) {
 	for _, n := range o.nodes {
 		if n.Role == target.ControlPlane {
 			pollers.Go(func() { o.pollEtcdLoop(ctx, n) })
+
+			if o.kube != nil {
+				pollers.Go(func() { o.pollKubeLoop(ctx, n) })
+			}
 		}
 	}
 
@@ -215,7 +224,8 @@ func (o *Observer) Run(ctx context.Context) {
 		o.answersMu.Lock()
 		for name, a := range o.answers {
 			e, ok := o.etcdAnswers[name]
-			obs.Nodes[name] = withEtcd(a.obs, e, ok)
+			k, kok := o.kubeAnswers[name]
+			obs.Nodes[name] = withKube(withEtcd(a.obs, e, ok), k, kok)
 		}
 		o.answersMu.Unlock()
 

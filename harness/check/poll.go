@@ -148,6 +148,8 @@ func (o *Observer) Poll(ctx context.Context) *history.Observation {
 		mu sync.Mutex
 	)
 
+	kube := map[string]kubeAnswer{}
+
 	for _, n := range o.nodes {
 		wg.Go(func() {
 			no := o.pollNode(ctx, n, true)
@@ -156,9 +158,23 @@ func (o *Observer) Poll(ctx context.Context) *history.Observation {
 			obs.Nodes[n.Name] = no
 			mu.Unlock()
 		})
+
+		if o.kube != nil && n.Role == target.ControlPlane {
+			wg.Go(func() {
+				api := o.pollKube(ctx, n)
+
+				mu.Lock()
+				kube[n.Name] = kubeAnswer{api: api}
+				mu.Unlock()
+			})
+		}
 	}
 
 	wg.Wait()
+
+	for name, k := range kube {
+		obs.Nodes[name] = withKube(obs.Nodes[name], k, true)
+	}
 
 	return obs
 }

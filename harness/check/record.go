@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/talchaos/talchaos/harness/history"
 	"github.com/talchaos/talchaos/harness/judge"
@@ -136,6 +137,20 @@ func (o *Observer) transitions(prev, cur *history.Observation) {
 
 		if n.Etcd != nil && (p == nil || p.Etcd == nil || p.Etcd.State != n.Etcd.State || p.Etcd.Message != n.Etcd.Message) {
 			o.log.Add(n.Name, "service.etcd", n.Etcd.State+": "+n.Etcd.Message)
+		}
+
+		if n.APIServer != nil && (p == nil || p.APIServer == nil || p.APIServer.Ready != n.APIServer.Ready) {
+			state := "ready"
+			if !n.APIServer.Ready {
+				state = "not ready: " + n.APIServer.Error
+			}
+
+			o.log.Add(n.Name, "kube.apiserver", state)
+		}
+
+		if n.APIServer != nil && n.APIServer.Endpoints != nil && (p == nil || p.APIServer == nil ||
+			strings.Join(p.APIServer.Endpoints, " ") != strings.Join(n.APIServer.Endpoints, " ")) {
+			o.log.Add(n.Name, "kube.endpoints", "kubernetes endpoints: ["+strings.Join(n.APIServer.Endpoints, " ")+"]")
 		}
 	}
 

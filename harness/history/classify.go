@@ -118,7 +118,7 @@ func Same(a, b *NodeObservation) bool {
 		return false
 	}
 
-	if !sameService(a.Etcd, b.Etcd) || !sameService(a.Kubelet, b.Kubelet) {
+	if !sameService(a.Etcd, b.Etcd) || !sameService(a.Kubelet, b.Kubelet) || !sameAPIServer(a.APIServer, b.APIServer) {
 		return false
 	}
 
@@ -140,6 +140,15 @@ func Same(a, b *NodeObservation) bool {
 	}
 
 	return true
+}
+
+func sameAPIServer(a, b *APIServer) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+
+	return a.Ready == b.Ready && sameText(a.Error, b.Error) && (a.Endpoints == nil) == (b.Endpoints == nil) &&
+		strings.Join(a.Endpoints, ",") == strings.Join(b.Endpoints, ",")
 }
 
 func sameService(a, b *Service) bool {

@@ -84,7 +84,11 @@ func (n *Naive) Run(ctx context.Context, env *Env) error {
 	want := len(env.controlPlanes())
 	env.step(fmt.Sprintf("wait for %d non-learner etcd members on %s", want, boot.Name))
 
-	return n.wait(ctx, env, boot, want)
+	if err := n.wait(ctx, env, boot, want); err != nil || !env.Kubernetes {
+		return err
+	}
+
+	return waitKubernetesEndpoints(ctx, env, boot, naivePoll)
 }
 
 func (*Naive) callTimeout(env *Env) time.Duration {

@@ -50,6 +50,9 @@ type Env struct {
 	// nodes. Without it an orchestrator reports the remedy it would take, with
 	// the talosctl command, and stops.
 	Destructive bool
+	// Kubernetes: the control planes run the Kubernetes API server, and a
+	// bootstrap is done once the kubernetes endpoints list them all.
+	Kubernetes bool
 }
 
 // Remedy is a destructive step an orchestrator may take to unblock a cluster.

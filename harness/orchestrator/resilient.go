@@ -89,7 +89,11 @@ func (r *Resilient) Run(ctx context.Context, env *Env) error {
 
 	env.step("wait for etcd to be healthy on every control plane")
 
-	return r.waitHealthy(ctx, env)
+	if err := r.waitHealthy(ctx, env); err != nil || !env.Kubernetes {
+		return err
+	}
+
+	return waitKubernetesEndpoints(ctx, env, boot, 5*time.Second)
 }
 
 func (r *Resilient) callTimeout(env *Env) time.Duration {

@@ -200,6 +200,14 @@ func TestBuiltinsAsOnSim(t *testing.T) {
 
 		sc := parse(t, file, data)
 
+		if sc.Cluster.Kubernetes {
+			if err := (container.Target{}).Check(sc); err == nil {
+				t.Errorf("%s: the container target accepts cluster.kubernetes, which it does not run", name)
+			}
+
+			continue
+		}
+
 		if _, err := chaos.Plan(sc, container.Target{}, chaos.PlanOptions{Seed: 1}); err != nil {
 			if !strings.Contains(err.Error(), "cannot carry out") {
 				t.Errorf("%s: refused for another reason than a fault: %v", name, err)

@@ -16,6 +16,7 @@ package container
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 
@@ -77,7 +78,13 @@ func (t Target) ClockFloors(sc *scenario.Scenario) []target.ClockFloor {
 
 // Check implements target.Target: config patches load and apply (the
 // nodes' configs are the sim's).
-func (Target) Check(sc *scenario.Scenario) error { return sim.CheckPatches(sc) }
+func (Target) Check(sc *scenario.Scenario) error {
+	if sc.Cluster.Kubernetes {
+		return errors.New("cluster.kubernetes: the container target does not run Kubernetes yet (the sim target does)")
+	}
+
+	return sim.CheckPatches(sc)
+}
 
 // Provision implements target.Target.
 func (t Target) Provision(ctx context.Context, sc *scenario.Scenario, opts target.Options) (target.Cluster, error) {

@@ -1,0 +1,206 @@
+package check
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/talchaos/talchaos/harness/history"
+	"github.com/talchaos/talchaos/harness/target"
+)
+
+// Kubernetes, in a run that has it, is seen as a user sees it: with the
+// admin kubeconfig a control plane's Talos API serves (talosctl kubeconfig),
+// against each control plane's API server at its own address, asking what
+// `talosctl health` and FR-000's second loop ask: is it ready (/readyz), and
+// which addresses do the kubernetes endpoints list.
+
+// kubeAPIPortDefault is the API server's port when the kubeconfig names none.
+const kubeAPIPortDefault = "6443"
+
+// kubeClients holds the cluster's kubeconfig once a control plane served it,
+// and a client per control plane built from it.
+type kubeClients struct {
+	mu      sync.Mutex
+	config  *rest.Config
+	clients map[string]*kubernetes.Clientset
+}
+
+// WatchKubernetes makes the observer look at every control plane's API server.
+// Call it before Run.
+func (o *Observer) WatchKubernetes() { o.kube = &kubeClients{clients: map[string]*kubernetes.Clientset{}} }
+
+// kubeFor is the client for a control plane's API server, fetching the
+// kubeconfig through its Talos API the first time one is needed.
+func (o *Observer) kubeFor(ctx context.Context, n target.Node) (*kubernetes.Clientset, error) {
+	k := o.kube
+
+	k.mu.Lock()
+	defer k.mu.Unlock()
+
+	if c := k.clients[n.Name]; c != nil {
+		return c, nil
+	}
+
+	if k.config == nil {
+		data, err := o.clients[n.Name].secure.Kubeconfig(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("kubeconfig: %w", err)
+		}
+
+		cfg, err := clientcmd.RESTConfigFromKubeConfig(data)
+		if err != nil {
+			return nil, fmt.Errorf("kubeconfig: %w", err)
+		}
+
+		cfg.WarningHandler = rest.NoWarnings{}
+		cfg.Timeout = pollTimeout
+		// One look per poll: client-go's own retries would outlast it.
+		cfg.QPS, cfg.Burst = -1, 0
+		k.config = cfg
+	}
+
+	cfg := rest.CopyConfig(k.config)
+
+	port := kubeAPIPortDefault
+	if u, err := url.Parse(cfg.Host); err == nil && u.Port() != "" {
+		port = u.Port()
+	}
+
+	cfg.Host = "https://" + net.JoinHostPort(n.Address, port)
+
+	c, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+
+	k.clients[n.Name] = c
+
+	return c, nil
+}
+
+// kubeAnswer is a control plane's API server, from a poll that started at `at`.
+type kubeAnswer struct {
+	at  time.Duration
+	api *history.APIServer
+}
+
+// pollKubeLoop polls a control plane's API server while its last look showed
+// it configured; otherwise it forgets what it saw.
+func (o *Observer) pollKubeLoop(ctx context.Context, n target.Node) {
+	for ctx.Err() == nil {
+		o.answersMu.Lock()
+		base := o.answers[n.Name].obs
+		o.answersMu.Unlock()
+
+		if base != nil && base.Mode == history.ModeConfigured {
+			started := o.log.Since()
+			api := o.pollKube(ctx, n)
+
+			o.answersMu.Lock()
+			if cur, ok := o.kubeAnswers[n.Name]; !ok || cur.at <= started {
+				o.kubeAnswers[n.Name] = kubeAnswer{at: started, api: api}
+			}
+			o.answersMu.Unlock()
+		} else {
+			o.answersMu.Lock()
+			delete(o.kubeAnswers, n.Name)
+			o.answersMu.Unlock()
+		}
+
+		select {
+		case <-ctx.Done():
+		case <-time.After(o.pollEvery(n)):
+		}
+	}
+}
+
+// pollKube asks a control plane's API server whether it is ready and what
+// the kubernetes endpoints list.
+func (o *Observer) pollKube(ctx context.Context, n target.Node) *history.APIServer {
+	ctx, cancel := context.WithTimeout(ctx, pollTimeout)
+	defer cancel()
+
+	c, err := o.kubeFor(ctx, n)
+	if err != nil {
+		return &history.APIServer{Error: err.Error()}
+	}
+
+	api := &history.APIServer{}
+
+	body, err := c.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+	if err == nil {
+		api.Ready = true
+	} else {
+		api.Error = readyzFailure(body, err)
+	}
+
+	ep, err := c.CoreV1().Endpoints("default").Get(ctx, "kubernetes", metav1.GetOptions{})
+	if err == nil {
+		api.Endpoints = []string{}
+
+		for _, s := range ep.Subsets {
+			for _, a := range s.Addresses {
+				api.Endpoints = append(api.Endpoints, a.IP)
+			}
+		}
+
+		slices.Sort(api.Endpoints)
+	}
+
+	return api
+}
+
+// readyzFailure is why /readyz failed: the checks it lists as failed
+// ("[-]etcd failed: reason withheld"), or the request's error.
+func readyzFailure(body []byte, err error) string {
+	var failed []string
+
+	for line := range strings.SplitSeq(string(body), "\n") {
+		if rest, ok := strings.CutPrefix(line, "[-]"); ok {
+			failed = append(failed, rest)
+		}
+	}
+
+	// The first few say why; the rest (post-start hooks waiting on storage)
+	// follow from them.
+	const shown = 3
+
+	if len(failed) > shown {
+		failed = append(failed[:shown], fmt.Sprintf("and %d more", len(failed)-shown))
+	}
+
+	if len(failed) > 0 {
+		return "readyz: " + strings.Join(failed, "; ")
+	}
+
+	var se interface{ Status() metav1.Status }
+	if errors.As(err, &se) && se.Status().Message != "" {
+		return "readyz: " + se.Status().Message
+	}
+
+	return err.Error()
+}
+
+// withKube is a node's look with its API server part.
+func withKube(no *history.NodeObservation, k kubeAnswer, ok bool) *history.NodeObservation {
+	if !ok || no == nil || no.Mode != history.ModeConfigured || no.APIServer != nil {
+		return no
+	}
+
+	c := *no
+	c.APIServer = k.api
+
+	return &c
+}
