@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"html/template"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -146,6 +147,7 @@ type nodeState struct {
 	api, apiTitle   string
 	etcd, etcdTitle string
 	member          string
+	kube, kubeTitle string
 }
 
 func newView(r *result.Result) *view {
@@ -165,19 +167,25 @@ func newView(r *result.Result) *view {
 	v.Ticks = ticks(end, x)
 	v.Legend = legend()
 
-	// Lanes: three rows per node.
+	// Lanes: three rows per node, a fourth for the Kubernetes API server in
+	// a run with Kubernetes.
+	labels := []string{"API", "etcd", "member"}
+	if hasKubernetes(h) {
+		labels = append(labels, "k8s")
+	}
+
 	laneY := map[string]float64{}
 	y := axisHeight
 
 	for _, n := range h.Nodes {
 		l := lane{Node: n.Name, Role: string(n.Role), Address: n.Address, Y: y}
-		for i, label := range []string{"API", "etcd", "member"} {
+		for i, label := range labels {
 			l.Rows = append(l.Rows, row{Label: label, Y: y + float64(i)*(rowHeight+rowGap)})
 		}
 
 		laneY[n.Name] = y
 		v.Lanes = append(v.Lanes, l)
-		y += 3*(rowHeight+rowGap) + laneGap
+		y += float64(len(labels))*(rowHeight+rowGap) + laneGap
 	}
 
 	lanesEnd := y
@@ -189,11 +197,11 @@ func newView(r *result.Result) *view {
 
 	// Segments from the walk: a new segment whenever what a row shows changes.
 	cur := make([]nodeState, len(h.Nodes))
-	since := make([][3]int64, len(h.Nodes))
+	since := make([][4]int64, len(h.Nodes))
 	started := make([]bool, len(h.Nodes))
 
 	flush := func(i int, r int, until int64, class, title string) {
-		if !started[i] || class == "" || until <= since[i][r] {
+		if !started[i] || class == "" || until <= since[i][r] || r >= len(v.Lanes[i].Rows) {
 			return
 		}
 
@@ -221,11 +229,12 @@ func newView(r *result.Result) *view {
 			}
 
 			s := stateOf(no, main, n)
+			s.kube, s.kubeTitle = kubeStateOf(no, obs)
 			old := cur[i]
 
 			if !started[i] {
 				started[i] = true
-				since[i] = [3]int64{e.TalosMs, e.TalosMs, e.TalosMs}
+				since[i] = [4]int64{e.TalosMs, e.TalosMs, e.TalosMs, e.TalosMs}
 				cur[i] = s
 
 				continue
@@ -246,6 +255,11 @@ func newView(r *result.Result) *view {
 				since[i][2] = e.TalosMs
 			}
 
+			if s.kube != old.kube || s.kubeTitle != old.kubeTitle {
+				flush(i, 3, e.TalosMs, old.kube, old.kubeTitle)
+				since[i][3] = e.TalosMs
+			}
+
 			cur[i] = s
 		}
 
@@ -263,6 +277,7 @@ func newView(r *result.Result) *view {
 		flush(i, 0, end, cur[i].api, cur[i].apiTitle)
 		flush(i, 1, end, cur[i].etcd, cur[i].etcdTitle)
 		flush(i, 2, end, cur[i].member, memberTitle(cur[i].member))
+		flush(i, 3, end, cur[i].kube, cur[i].kubeTitle)
 	}
 
 	// The chart of voters and learners, under the lanes.
@@ -370,6 +385,36 @@ func stateOf(no *history.NodeObservation, main history.Cluster, n history.Node) 
 	return s
 }
 
+// hasKubernetes reports whether any observation saw an API server.
+func hasKubernetes(h *history.History) bool {
+	for _, e := range h.Entries {
+		if e.Observed != nil && e.Observed.APIServer != nil {
+			return true
+		}
+	}
+
+	return false
+}
+
+// kubeStateOf is a control plane's API server: in the kubernetes endpoints,
+// ready but not (yet) in them, or not ready.
+func kubeStateOf(no *history.NodeObservation, obs *history.Observation) (class, title string) {
+	api := no.APIServer
+	if api == nil {
+		return "", ""
+	}
+
+	if !api.Ready {
+		return "kube-not-ready", "API server not ready: " + api.Error
+	}
+
+	if eps, ok := obs.KubernetesEndpoints(); ok && slices.Contains(eps, no.Address) {
+		return "kube-in-service", "API server ready, in the kubernetes endpoints"
+	}
+
+	return "kube-ready", "API server ready, not in the kubernetes endpoints"
+}
+
 func memberTitle(class string) string {
 	return map[string]string{
 		"member-unstarted": "learner, not started", "member-learner": "learner", "member-voter": "voting member",
@@ -469,6 +514,7 @@ func legend() []legendItem {
 		{"etcd-preparing", "etcd preparing / waiting"}, {"etcd-running-healthy", "etcd healthy"},
 		{"etcd-running-unhealthy", "etcd unhealthy"}, {"etcd-failed", "etcd failed / stopped"},
 		{"member-learner", "learner"}, {"member-unstarted", "learner, not started"}, {"member-voter", "voter"},
+		{"kube-not-ready", "API server not ready"}, {"kube-ready", "API server ready"}, {"kube-in-service", "in the endpoints"},
 		{"call-ok", "call ok"}, {"call-failed", "call refused"}, {"call-noanswer", "call unanswered"}, {"fault", "fault window"},
 	}
 }

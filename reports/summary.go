@@ -36,8 +36,13 @@ func Summary(r *result.Result) string {
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 
 	o := r.Outcome
-	fmt.Fprintf(tw, "\noutcome: %s  voters=%d learners=%d  in maintenance: %s\n",
-		convergedWord(o.Converged, o.ConvergedFor), o.Voters, o.Learners, listOrNone(o.NodesInMaintenance))
+	kube := ""
+	if o.KubernetesEndpoints != nil {
+		kube = fmt.Sprintf("  kubernetes endpoints=%d", *o.KubernetesEndpoints)
+	}
+
+	fmt.Fprintf(tw, "\noutcome: %s  voters=%d learners=%d%s  in maintenance: %s\n",
+		convergedWord(o.Converged, o.ConvergedFor), o.Voters, o.Learners, kube, listOrNone(o.NodesInMaintenance))
 
 	if len(o.Nodes) > 0 {
 		fmt.Fprintf(tw, "\nnodes:\n")
@@ -51,6 +56,10 @@ func Summary(r *result.Result) string {
 		}
 
 		header := "  NODE\tADDRESS\tROLE\tSTAGE\tETCD\tHEALTH"
+		if o.KubernetesEndpoints != nil {
+			header += "\tK8S"
+		}
+
 		if withNote {
 			header += "\tNOTE"
 		}
@@ -59,6 +68,10 @@ func Summary(r *result.Result) string {
 
 		for _, n := range o.Nodes {
 			line := "  " + strings.Join([]string{cell(n.Name), cell(n.Address), cell(n.Role), cell(n.Stage), cell(n.EtcdState), cell(n.EtcdHealth)}, "\t")
+			if o.KubernetesEndpoints != nil {
+				line += "\t" + cell(kubeCell(n))
+			}
+
 			if withNote {
 				line += "\t" + oneLine(nodeNote(n))
 			}
@@ -346,6 +359,20 @@ func replayCmd(r *result.Result) string {
 
 // nodeNote is the extra column of the node table: the Talos API error if the
 // node could not be queried, else etcd's status message.
+// kubeCell is a node's API server in a run with Kubernetes.
+func kubeCell(n result.NodeOutcome) string {
+	switch {
+	case n.APIServer == "":
+		return ""
+	case n.InService:
+		return "in service"
+	case n.APIServer == "ready":
+		return "ready, not in service"
+	}
+
+	return "not ready"
+}
+
 func nodeNote(n result.NodeOutcome) string {
 	if n.APIError != "" {
 		return "api: " + n.APIError
