@@ -55,6 +55,9 @@ func (n *Node) loopbackTwin() string {
 	return fmt.Sprintf("127.1.%d.%d", ip[2], ip[3])
 }
 
+// Kubernetes reports whether the cluster runs Kubernetes (cluster.kubernetes).
+func (c *Cluster) Kubernetes() bool { return c.kubeAPIServer != "" }
+
 // kubeEnabled reports whether the node runs an API server.
 func (n *Node) kubeEnabled() bool {
 	return n.c.kubeAPIServer != "" && n.role == target.ControlPlane && !n.c.single

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"text/tabwriter"
 
+	"github.com/siderolabs/talos/pkg/machinery/config/configloader"
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/talchaos/talchaos/harness/chaos"
 	"github.com/talchaos/talchaos/harness/clock"
 	"github.com/talchaos/talchaos/harness/eventlog"
+	"github.com/talchaos/talchaos/harness/kubeconfig"
 	"github.com/talchaos/talchaos/harness/orchestrator"
 	"github.com/talchaos/talchaos/harness/real"
 	"github.com/talchaos/talchaos/harness/result"
@@ -41,6 +43,7 @@ type upOptions struct {
 	seed          int64
 	cidr          string
 	target        string
+	kubernetes    bool
 }
 
 func newUpCmd() *cobra.Command {
@@ -55,7 +58,12 @@ at them. The nodes start in maintenance mode unless --bootstrap is given.
 
 Written to the directory: talosconfig (endpoints set, first control plane as the
 default node), one machine config per node (<node>.yaml) and inventory.yaml for
-'talchaos run --target=real --inventory'. These hold the cluster's keys.
+'talchaos run --target=real --inventory'; with --kubernetes also kubeconfig (the
+admin kubeconfig Talos's 'talosctl kubeconfig' gives). These hold the cluster's keys.
+
+With --kubernetes every control plane runs the real kube-apiserver, as Talos's
+static pod (built by 'make kube'; the nodes take 198.18.N.x addresses on the
+loopback interface, which needs root or CAP_NET_ADMIN).
 
 Ctrl-C (or SIGTERM, SIGHUP) stops every node and cleans up: a directory talchaos
 created (the default temp dir, or a --dir that did not exist) is removed with
@@ -75,6 +83,7 @@ refuses to start).`,
 	cmd.Flags().BoolVar(&opts.bootstrap, "bootstrap", false, "apply the configs and bootstrap etcd (like talosctl cluster create)")
 	cmd.Flags().Int64Var(&opts.seed, "seed", 1, "seed for the simulated nodes' random choices")
 	cmd.Flags().StringVar(&opts.target, "target", "sim", "where the nodes run: sim (in this process), or container (one Docker container per node)")
+	cmd.Flags().BoolVar(&opts.kubernetes, "kubernetes", false, "run the real kube-apiserver on every control plane and write a kubeconfig (sim target)")
 	cmd.Flags().StringVar(&opts.cidr, "cidr", "", "loopback block for the nodes, 127.0.N.0/24 (nodes from .2): the same addresses every time (default: a free block)")
 
 	return cmd
@@ -91,6 +100,7 @@ func upScenario(opts upOptions) (*scenario.Scenario, error) {
 		}
 
 		sc.Faults, sc.Orchestrator = nil, scenario.Orchestrator{Name: "resilient", BootstrapNode: sc.Orchestrator.BootstrapNode}
+		sc.Cluster.Kubernetes = sc.Cluster.Kubernetes || opts.kubernetes
 
 		return sc, nil
 	}
@@ -101,7 +111,7 @@ func upScenario(opts upOptions) (*scenario.Scenario, error) {
 		"name":       "up",
 		"talos":      opts.talos,
 		"timeScale":  opts.timeScale,
-		"cluster":    map[string]any{"controlPlanes": opts.controlPlanes, "workers": opts.workers},
+		"cluster":    map[string]any{"controlPlanes": opts.controlPlanes, "workers": opts.workers, "kubernetes": opts.kubernetes},
 	}
 
 	data, err := yaml.Marshal(doc)
@@ -193,7 +203,7 @@ func runUp(cmd *cobra.Command, opts upOptions) error {
 
 	reapLeftovers(cmd.ErrOrStderr())
 
-	dir, err := openUpDir(opts.dir, sc.Cluster.NodeNames())
+	dir, err := openUpDir(opts.dir, sc.Cluster.NodeNames(), sc.Cluster.Kubernetes)
 	if err != nil {
 		return err
 	}
@@ -201,6 +211,12 @@ func runUp(cmd *cobra.Command, opts upOptions) error {
 	defer dir.cleanup()
 
 	var cluster upCluster
+
+	if opts.target == "sim" {
+		if err := (sim.Target{}).Check(sc); err != nil {
+			return &exitError{code: exitInput, err: err}
+		}
+	}
 
 	switch opts.target {
 	case "sim":
@@ -243,6 +259,8 @@ func runUp(cmd *cobra.Command, opts upOptions) error {
 			Destructive: true, // simulated nodes
 		}
 
+		env.Kubernetes = sc.Cluster.Kubernetes
+
 		if err := (&orchestrator.Resilient{}).Run(cmd.Context(), env); err != nil && cmd.Context().Err() == nil {
 			fmt.Fprintf(out, "bootstrap failed: %s\n", scrubber.Scrub(err.Error()))
 		}
@@ -263,6 +281,10 @@ func checkUpFlags(cmd *cobra.Command, opts upOptions) error {
 	case "container":
 		if opts.cidr != "" {
 			return errors.New("--cidr is for --target=sim: containers take addresses on their own Docker network")
+		}
+
+		if opts.kubernetes {
+			return errors.New("--kubernetes is for --target=sim: the container target does not run Kubernetes yet")
 		}
 	default:
 		return fmt.Errorf("unknown target %s: sim or container", quoteShort(opts.target))
@@ -295,7 +317,7 @@ type upDir struct {
 // --dir is claimed (created if missing, and then removed on exit; the files
 // a killed up left there reaped), and none of the other files up would write
 // may be there already.
-func openUpDir(dir string, nodes []string) (*upDir, error) {
+func openUpDir(dir string, nodes []string, kube bool) (*upDir, error) {
 	if dir == "" {
 		tmp, err := scratch.MkdirTemp("talchaos-up-")
 		if err != nil {
@@ -306,6 +328,10 @@ func openUpDir(dir string, nodes []string) (*upDir, error) {
 	}
 
 	names := []string{"talosconfig", "inventory.yaml"}
+	if kube {
+		names = append(names, "kubeconfig")
+	}
+
 	for _, n := range nodes {
 		names = append(names, n+".yaml")
 	}
@@ -401,12 +427,44 @@ func writeUpFilesWith(write func(name string, data []byte) error, cluster upClus
 		return err
 	}
 
+	if kc, err := upKubeconfig(cluster); err != nil {
+		return err
+	} else if kc != nil {
+		if err := write("kubeconfig", kc); err != nil {
+			return err
+		}
+	}
+
 	invData, err := yaml.Marshal(inv)
 	if err != nil {
 		return err
 	}
 
 	return write("inventory.yaml", invData)
+}
+
+// upKubeconfig is the admin kubeconfig of a cluster that runs Kubernetes
+// (nil otherwise), made from a control plane's config as Talos makes it.
+func upKubeconfig(cluster upCluster) ([]byte, error) {
+	k, ok := cluster.(interface{ Kubernetes() bool })
+	if !ok || !k.Kubernetes() {
+		return nil, nil
+	}
+
+	for _, n := range cluster.Nodes() {
+		if n.Role != target.ControlPlane {
+			continue
+		}
+
+		cfg, err := configloader.NewFromBytes(n.Config)
+		if err != nil {
+			return nil, fmt.Errorf("kubeconfig: %w", err)
+		}
+
+		return kubeconfig.Admin(cfg.Cluster())
+	}
+
+	return nil, nil
 }
 
 // upCluster is what up shows of a sim or container cluster.
@@ -438,4 +496,9 @@ func printUp(out io.Writer, dir string, cluster upCluster) {
 	fmt.Fprintf(out, "\ntry:\n  talosctl --talosconfig %s apply-config --insecure -n %s -f %s\n",
 		tc, cluster.Nodes()[0].Address, filepath.Join(dir, cluster.Nodes()[0].Name+".yaml"))
 	fmt.Fprintf(out, "  talosctl --talosconfig %s bootstrap\n  talosctl --talosconfig %s etcd members\n", tc, tc)
+
+	if kc, _ := upKubeconfig(cluster); kc != nil {
+		path := filepath.Join(dir, "kubeconfig")
+		fmt.Fprintf(out, "\nkubeconfig:  %s\n  kubectl --kubeconfig %s get endpoints kubernetes -n default\n", path, path)
+	}
 }

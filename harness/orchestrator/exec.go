@@ -15,7 +15,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/siderolabs/talos/pkg/machinery/config/configloader"
 	"github.com/talchaos/talchaos/harness/childproc"
+	"github.com/talchaos/talchaos/harness/kubeconfig"
 	"github.com/talchaos/talchaos/harness/scratch"
 	"github.com/talchaos/talchaos/harness/target"
 )
@@ -32,6 +34,8 @@ import (
 //	TALCHAOS_CONFIG_DIR      the directory holding <name>.yaml machine configs (0600)
 //	TALCHAOS_CONFIG_<NAME>   one node's machine config file (TALCHAOS_CONFIG_CP1)
 //	TALCHAOS_RUN_ID          the talchaos run, also recorded in its temp dirs' markers
+//	KUBECONFIG               with Kubernetes, the cluster's admin kubeconfig (0600), as
+//	                         `talosctl kubeconfig` would write it once the cluster is up
 //
 // Its stdout and stderr go to the event log line by line ("orchestrator.exec").
 // It dies with talchaos: when the context ends its whole process group is
@@ -173,6 +177,15 @@ func (e *Exec) prepare(env *Env, dir string) ([]string, error) {
 		}
 	}
 
+	if env.Kubernetes {
+		path, err := writeKubeconfig(env, dir)
+		if err != nil {
+			return nil, err
+		}
+
+		vars = append(vars, "KUBECONFIG="+path)
+	}
+
 	return append(vars,
 		"TALCHAOS_NODES="+strings.Join(nodes, " "),
 		"TALCHAOS_CONTROLPLANES="+strings.Join(cps, " "),
@@ -180,6 +193,28 @@ func (e *Exec) prepare(env *Env, dir string) ([]string, error) {
 		"TALCHAOS_BOOTSTRAP_NODE="+boot.Address,
 		"TALCHAOS_ENDPOINTS="+strings.Join(endpoints, " "),
 	), nil
+}
+
+// writeKubeconfig writes the admin kubeconfig a control plane's config
+// makes (Talos generates it from the same cluster section on request).
+func writeKubeconfig(env *Env, dir string) (string, error) {
+	for _, n := range env.controlPlanes() {
+		cfg, err := configloader.NewFromBytes(n.Config)
+		if err != nil {
+			return "", fmt.Errorf("kubeconfig: %s's config: %w", n.Name, err)
+		}
+
+		data, err := kubeconfig.Admin(cfg.Cluster())
+		if err != nil {
+			return "", fmt.Errorf("kubeconfig: %w", err)
+		}
+
+		path := filepath.Join(dir, "kubeconfig")
+
+		return path, scratch.WriteSecret(path, data)
+	}
+
+	return "", errors.New("kubeconfig: no control plane")
 }
 
 func (e *Exec) run(ctx context.Context, env *Env, program, dir string, vars []string) error {
