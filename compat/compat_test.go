@@ -388,10 +388,10 @@ type upProcess struct {
 	err  error
 }
 
-func startUp(t *testing.T, bin, dir, tmp string) *upProcess {
+func startUp(t *testing.T, bin, dir, tmp string, extra ...string) *upProcess {
 	t.Helper()
 
-	args := []string{"up", "--dir", dir, "--time-scale", timeScale}
+	args := append([]string{"up", "--dir", dir, "--time-scale", timeScale}, extra...)
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
 	// Its own process group: a Ctrl-C in the terminal running the test must not
@@ -790,4 +790,150 @@ func cachedTalosctl(goBin, compatDir, version string) (string, error) {
 	}
 
 	return bin, nil
+}
+
+// Kubernetes on `talchaos up --bootstrap --kubernetes`: the real talosctl
+// takes the admin kubeconfig from a control plane, and the real kubectl,
+// through the cluster endpoint, sees the kubernetes endpoints list every
+// control plane once the bootstrap is done.
+func TestKubernetesAgainstUp(t *testing.T) {
+	kubectl, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Skip("kubectl is not installed")
+	}
+
+	goBin := goTool(t)
+
+	compatDir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	talosVersion := goOut(t, goBin, compatDir, "list", "-m", "-f", "{{.Version}}", talosModule)
+	if out, err := runGo(goBin, compatDir, "mod", "download", talosModule); err != nil {
+		t.Skipf("the talos module %s@%s cannot be downloaded: %v\n%s", talosModule, talosVersion, err, out)
+	}
+
+	talchaosBin := filepath.Join(t.TempDir(), "talchaos")
+	if out, err := runGo(goBin, filepath.Dir(compatDir), "build", "-o", talchaosBin, "./cmd/talchaos"); err != nil {
+		t.Fatalf("build talchaos: %v\n%s", err, out)
+	}
+
+	talosctlBin, err := cachedTalosctl(goBin, compatDir, talosVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Without the kube-apiserver binary, up says which command builds it.
+	check := exec.Command(talchaosBin, "up", "--kubernetes", "--dir", filepath.Join(t.TempDir(), "probe"), "--time-scale", timeScale)
+	check.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
+
+	if out, err := runUntil(check, "running; press Ctrl-C", 90*time.Second); err != nil {
+		if strings.Contains(out, "kubernetes binaries not found") {
+			t.Skipf("no kube-apiserver: %s", out)
+		}
+
+		t.Fatalf("talchaos up --kubernetes: %v\n%s", err, out)
+	}
+
+	dir := filepath.Join(t.TempDir(), "cluster")
+	simTmp := filepath.Join(t.TempDir(), "tmp")
+
+	if err := os.MkdirAll(simTmp, 0o700); err != nil {
+		t.Fatal(err)
+	}
+
+	startUp(t, talchaosBin, dir, simTmp, "--bootstrap", "--kubernetes")
+
+	inv := readInventory(t, filepath.Join(dir, "inventory.yaml"))
+
+	var cps []string
+
+	for _, n := range inv.Nodes {
+		if n.Role == "controlplane" {
+			cps = append(cps, n.Address)
+		}
+	}
+
+	res := &results{t: t}
+	defer res.summary()
+
+	tc := &talosctl{t: t, bin: talosctlBin, talosconfig: filepath.Join(dir, "talosconfig")}
+
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	out, err := tc.poll(2*time.Minute, func(_ string, err error) bool { return err == nil }, "-n", cps[0], "kubeconfig", kubeconfig, "--force")
+	res.check(err == nil, "-n %s kubeconfig (after the bootstrap)", cps[0]).detail(err, out)
+
+	want := slices.Sorted(slices.Values(cps))
+	deadline := time.Now().Add(3 * time.Minute)
+
+	var got []string
+
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), pollAttemptTimeout)
+		o, err := exec.CommandContext(ctx, kubectl, "--kubeconfig", kubeconfig, "get", "endpoints", "kubernetes", "-n", "default",
+			"-o", "jsonpath={.subsets[*].addresses[*].ip}").Output()
+		cancel()
+
+		out = string(o)
+		got = slices.Sorted(slices.Values(strings.Fields(out)))
+
+		if (err == nil && slices.Equal(got, want)) || time.Now().After(deadline) {
+			break
+		}
+
+		time.Sleep(time.Second)
+	}
+
+	res.check(slices.Equal(got, want), "kubectl get endpoints kubernetes -n default lists every control plane %v", want).detail(nil, out)
+
+	o, err := exec.Command(kubectl, "--kubeconfig", kubeconfig, "get", "namespaces", "-o", "name").CombinedOutput()
+	res.check(err == nil && strings.Contains(string(o), "namespace/kube-system"), "kubectl get namespaces").detail(err, string(o))
+}
+
+// runUntil starts cmd, waits until its output contains marker (then stops it
+// with SIGINT and waits) or it exits; it returns the output.
+func runUntil(cmd *exec.Cmd, marker string, d time.Duration) (string, error) {
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+
+	if err := cmd.Start(); err != nil {
+		return "", err
+	}
+
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+
+	deadline := time.After(d)
+
+	for {
+		select {
+		case err := <-done:
+			if err == nil {
+				err = errors.New("exited")
+			}
+
+			return out.String(), err
+		case <-deadline:
+			cmd.Process.Kill() //nolint:errcheck
+			<-done
+
+			return out.String(), errors.New("timed out")
+		case <-time.After(100 * time.Millisecond):
+		}
+
+		if strings.Contains(out.String(), marker) {
+			cmd.Process.Signal(os.Interrupt) //nolint:errcheck
+
+			select {
+			case <-done:
+			case <-time.After(stopDeadline):
+				cmd.Process.Kill() //nolint:errcheck
+				<-done
+			}
+
+			return out.String(), nil
+		}
+	}
 }

@@ -30,7 +30,7 @@ import (
 func main() {
 	bin := flag.String("bin", "bin/talchaos", "the talchaos binary")
 	runs := flag.Int("runs", 5, "runs per scenario (the median is shown)")
-	only := flag.String("only", "", "comma-separated figures to measure: scenarios, floor, size, hunt (default: all)")
+	only := flag.String("only", "", "comma-separated figures to measure: scenarios, floor, size, kubernetes, hunt (default: all)")
 	list := flag.String("scenarios", "", "comma-separated built-in scenarios (default: all)")
 	flag.Parse()
 
@@ -68,6 +68,10 @@ func main() {
 
 	if want("size") {
 		rows = append(rows, b.size()...)
+	}
+
+	if want("kubernetes") {
+		rows = append(rows, b.kubernetes()...)
 	}
 
 	if want("hunt") {
@@ -314,6 +318,12 @@ type report struct {
 				RPC  string `json:"rpc"`
 				Code string `json:"code"`
 			} `json:"call"`
+			Observed *struct {
+				APIServer *struct {
+					Ready     bool     `json:"ready"`
+					Endpoints []string `json:"endpoints"`
+				} `json:"apiServer"`
+			} `json:"observed"`
 		} `json:"entries"`
 	} `json:"history"`
 }
