@@ -72,6 +72,8 @@ var _ = Describe("built-in scenario", func() {
 			sc, err := chaos.Parse(file, data)
 			Expect(err).NotTo(HaveOccurred())
 
+			skipWithoutKubernetes(sc)
+
 			run := runRecorded(ctx, sc, 1)
 			Expect(run.err).NotTo(HaveOccurred())
 			Expect(run.res.Verdict).To(Equal(result.Pass), explain(run.res))
@@ -99,6 +101,8 @@ var _ = Describe("built-in scenario rejudged", Label("seeds"), func() {
 
 				sc, err := chaos.Parse(file, data)
 				Expect(err).NotTo(HaveOccurred())
+
+				skipWithoutKubernetes(sc)
 
 				run := runRecorded(ctx, sc, seed)
 				Expect(run.err).NotTo(HaveOccurred())
@@ -386,4 +390,16 @@ func explain(res *result.Result) string {
 	}
 
 	return b.String()
+}
+
+// skipWithoutKubernetes skips a scenario with Kubernetes, saying why, where
+// it cannot run (make test builds the binary; the addresses need root).
+func skipWithoutKubernetes(sc *scenario.Scenario) {
+	if !sc.Cluster.Kubernetes {
+		return
+	}
+
+	if err := sim.KubernetesAvailable(); err != nil {
+		Skip(err.Error())
+	}
 }

@@ -3,8 +3,11 @@ package sim
 import (
 	"fmt"
 	"net"
+	"os"
+	"strconv"
 	"strings"
 
+	"github.com/talchaos/talchaos/sim/kubecp"
 	"github.com/vishvananda/netlink"
 )
 
@@ -101,4 +104,37 @@ func reapHostAddrs(lo netlink.Link, own int) {
 
 		removeLabelled(lo, a.Label)
 	}
+}
+
+// capNetAdmin is CAP_NET_ADMIN's bit in /proc/self/status's CapEff.
+const capNetAdmin = 12
+
+// canAddHostAddrs says why this process cannot put addresses on the
+// loopback interface, or nil when it can.
+func canAddHostAddrs() error {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return fmt.Errorf("cluster.kubernetes needs Linux with CAP_NET_ADMIN: %w", err)
+	}
+
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "CapEff:"); ok {
+			caps, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			if err == nil && caps&(1<<capNetAdmin) != 0 {
+				return nil
+			}
+		}
+	}
+
+	return fmt.Errorf("cluster.kubernetes gives nodes non-loopback addresses (%s.N.x on lo), which needs root or CAP_NET_ADMIN", hostAddrPrefix)
+}
+
+// KubernetesAvailable says why a cluster with Kubernetes cannot run here (no
+// kube-apiserver built, no right to add addresses), or nil when it can.
+func KubernetesAvailable() error {
+	if _, err := kubecp.Locate(""); err != nil {
+		return fmt.Errorf("cluster.kubernetes: %w", err)
+	}
+
+	return canAddHostAddrs()
 }

@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/talchaos/talchaos/harness/chaos"
-	"github.com/talchaos/talchaos/sim/kubecp"
+	"github.com/talchaos/talchaos/sim"
 	"github.com/talchaos/talchaos/sim/simtest"
 )
 
@@ -23,8 +23,8 @@ import (
 func needKube(t *testing.T) {
 	t.Helper()
 
-	if _, err := kubecp.Locate(""); err != nil {
-		t.Skipf("no Kubernetes: %v", err)
+	if err := sim.KubernetesAvailable(); err != nil {
+		t.Skipf("no Kubernetes here: %v", err)
 	}
 }
 

@@ -8,7 +8,6 @@ import (
 	"github.com/talchaos/talchaos/harness/netfault"
 	"github.com/talchaos/talchaos/harness/scenario"
 	"github.com/talchaos/talchaos/harness/target"
-	"github.com/talchaos/talchaos/sim/kubecp"
 )
 
 // Target is the in-process simulation target ("sim").
@@ -117,8 +116,8 @@ func Scale(sc *scenario.Scenario) float64 {
 // config patches load and apply.
 func (Target) Check(sc *scenario.Scenario) error {
 	if sc.Cluster.Kubernetes {
-		if _, err := kubecp.Locate(""); err != nil {
-			return fmt.Errorf("cluster.kubernetes: %w", err)
+		if err := KubernetesAvailable(); err != nil {
+			return err
 		}
 	}
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/url"
 	"slices"
 	"strings"
@@ -35,11 +36,28 @@ type kubeClients struct {
 	mu      sync.Mutex
 	config  *rest.Config
 	clients map[string]*kubernetes.Clientset
+	http    []*http.Client
+}
+
+// close closes the clients' idle connections: none outlives the observer.
+func (k *kubeClients) close() {
+	if k == nil {
+		return
+	}
+
+	k.mu.Lock()
+	defer k.mu.Unlock()
+
+	for _, h := range k.http {
+		h.CloseIdleConnections()
+	}
 }
 
 // WatchKubernetes makes the observer look at every control plane's API server.
 // Call it before Run.
-func (o *Observer) WatchKubernetes() { o.kube = &kubeClients{clients: map[string]*kubernetes.Clientset{}} }
+func (o *Observer) WatchKubernetes() {
+	o.kube = &kubeClients{clients: map[string]*kubernetes.Clientset{}}
+}
 
 // kubeFor is the client for a control plane's API server, fetching the
 // kubeconfig through its Talos API the first time one is needed.
@@ -80,12 +98,18 @@ func (o *Observer) kubeFor(ctx context.Context, n target.Node) (*kubernetes.Clie
 
 	cfg.Host = "https://" + net.JoinHostPort(n.Address, port)
 
-	c, err := kubernetes.NewForConfig(cfg)
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+
+	c, err := kubernetes.NewForConfigAndClient(cfg, hc)
 	if err != nil {
 		return nil, err
 	}
 
 	k.clients[n.Name] = c
+	k.http = append(k.http, hc)
 
 	return c, nil
 }

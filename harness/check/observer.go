@@ -125,6 +125,8 @@ func (o *Observer) Close() {
 		c.insecure.Close() //nolint:errcheck
 	}
 
+	o.kube.close()
+
 	o.wg.Wait()
 }
 

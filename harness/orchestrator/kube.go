@@ -36,6 +36,9 @@ func waitKubernetesEndpoints(ctx context.Context, env *Env, from target.Node, ev
 
 	var kube *kubernetes.Clientset
 
+	closeIdle := func() {}
+	defer func() { closeIdle() }()
+
 	// Kubernetes runs on real time: a look every 83 ms (5 s at 60x) would
 	// only load the API servers.
 	every = max(every, env.Clock.Talos(kubeMinPoll))
@@ -60,7 +63,14 @@ func waitKubernetesEndpoints(ctx context.Context, env *Env, from target.Node, ev
 
 				cfg.WarningHandler = rest.NoWarnings{}
 
-				if kube, err = kubernetes.NewForConfig(cfg); err != nil {
+				hc, err := rest.HTTPClientFor(cfg)
+				if err != nil {
+					return stop(fmt.Errorf("kubeconfig from %s: %w", from.Name, err))
+				}
+
+				closeIdle = hc.CloseIdleConnections
+
+				if kube, err = kubernetes.NewForConfigAndClient(cfg, hc); err != nil {
 					return stop(fmt.Errorf("kubeconfig from %s: %w", from.Name, err))
 				}
 			}
