@@ -51,4 +51,31 @@ func ClockFloorsAt(scale float64) []target.ClockFloor {
 }
 
 // ClockFloors implements target.ClockFloorer.
-func (Target) ClockFloors(sc *scenario.Scenario) []target.ClockFloor { return ClockFloorsAt(Scale(sc)) }
+func (Target) ClockFloors(sc *scenario.Scenario) []target.ClockFloor {
+	out := ClockFloorsAt(Scale(sc))
+	if sc.Cluster.Kubernetes {
+		out = append(out, KubernetesClockFloors(Scale(sc))...)
+	}
+
+	return out
+}
+
+// KubernetesClockFloors are the Kubernetes intervals of a run with
+// Kubernetes: its components run on real time, as etcd's do, so each lasts
+// scale times longer in Talos time than on a real cluster.
+func KubernetesClockFloors(scale float64) []target.ClockFloor {
+	if scale <= 1 {
+		return nil
+	}
+
+	real := func(what string, d time.Duration) target.ClockFloor {
+		return target.ClockFloor{What: what, Talos: d, Modelled: time.Duration(float64(d) * scale)}
+	}
+
+	return []target.ClockFloor{
+		real("kube-apiserver endpoint reconcile interval", kubeEndpointInterval),
+		real("kube-apiserver endpoint lease TTL", kubeEndpointTTL),
+		real("kubelet restart back-off (first)", kubeBackoffInitial),
+		real("kubelet restart back-off (most)", kubeBackoffMax),
+	}
+}

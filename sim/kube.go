@@ -160,6 +160,14 @@ func (n *Node) runAPIServer(ctx context.Context, out io.Writer) error {
 	return nil
 }
 
+// The API server's endpoint lease reconciler (pkg/controlplane/instance.go
+// DefaultEndpointReconcilerInterval and DefaultEndpointReconcilerTTL): real
+// time, listed in the clock floors.
+const (
+	kubeEndpointInterval = 10 * time.Second
+	kubeEndpointTTL      = 15 * time.Second
+)
+
 // kubeBalancer is the cluster endpoint's load balancer: each connection goes
 // to the next control plane whose API server port accepts it.
 type kubeBalancer struct {
