@@ -209,6 +209,24 @@ func TestDiagnose(t *testing.T) {
 			ev:     Evidence{Final: obs(converged)},
 			absent: []string{"too-many-learners", "learner-not-promoted", "stale-learner", "node-in-maintenance", "split-brain", "no-quorum"},
 		},
+		{
+			// FR-000 as its operator saw it: only cp1's API server serves;
+			// cp2's member is a learner, cp3 never joined.
+			name:   "kubernetes endpoints 1/3",
+			ev:     Evidence{Final: withAPIServers(stuck, map[string]bool{"cp1": true}, []string{cp1})},
+			want:   []string{"apiserver-not-in-service@cp2", "apiserver-not-in-service@cp3"},
+			absent: []string{"apiserver-not-in-service@cp1"},
+		},
+		{
+			name:   "kubernetes endpoints 3/3",
+			ev:     Evidence{Final: withAPIServers(obs(converged), map[string]bool{"cp1": true, "cp2": true, "cp3": true}, []string{cp1, cp2, cp3})},
+			absent: []string{"apiserver-not-in-service"},
+		},
+		{
+			name:   "no Kubernetes, no API server diagnosis",
+			ev:     Evidence{Final: stuck},
+			absent: []string{"apiserver-not-in-service"},
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := Diagnose(&tc.ev)
@@ -238,7 +256,7 @@ func TestDiagnose(t *testing.T) {
 
 			for _, a := range tc.absent {
 				for _, h := range have {
-					if strings.HasPrefix(h, a+"@") {
+					if h == a || strings.HasPrefix(h, a+"@") {
 						t.Errorf("unexpected %s", h)
 					}
 				}
@@ -251,4 +269,23 @@ func TestDiagnose(t *testing.T) {
 func apply(node string, ms int64, code, msg string, f history.Failure) CallAt {
 	return CallAt{Node: node, At: time.Duration(ms) * time.Millisecond,
 		Call: history.Call{RPC: "ApplyConfiguration", Client: history.ClientInsecure, Code: code, Message: msg, Failure: f}}
+}
+
+// withAPIServers is o with an API server on every control plane, ready where
+// ready says, each ready one listing endpoints.
+func withAPIServers(o *history.Observation, ready map[string]bool, endpoints []string) *history.Observation {
+	c := history.NewObservation(o.At, []string{"cp1", "cp2", "cp3"})
+
+	for name, n := range o.Nodes {
+		cp := *n
+		cp.APIServer = &history.APIServer{Ready: ready[name], Error: "readyz: etcd failed: reason withheld"}
+
+		if ready[name] {
+			cp.APIServer.Error, cp.APIServer.Endpoints = "", endpoints
+		}
+
+		c.Nodes[name] = &cp
+	}
+
+	return c
 }
