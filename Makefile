@@ -47,7 +47,7 @@ test: lint kube
 # built-in at seeds 2 and 3, judged again from its report.json (seed 1 is in
 # make test), the five- and seven-member happy paths, a Failed etcd and a
 # crash loop at five and seven control planes, and every built-in the
-# container target can run (make test runs four); about 30 minutes.
+# container target can run (make test runs two); about 30 minutes.
 test-long:
 	$(GO) test -count=1 -race -timeout 30m -run '^TestScenarios$$' ./scenarios -args '-ginkgo.label-filter=seeds || long'
 	$(GO) test -count=1 -race -timeout 30m -run '^TestBuiltinsAsOnSim$$' ./sim/container -args -all-builtins
