@@ -61,26 +61,47 @@ func removeHostAddrs(block int) {
 	removeLabelled(lo, hostAddrLabel(block))
 }
 
-func removeLabelled(lo netlink.Link, label string) {
+// removeLabelled removes the addresses labelled label and reports whether
+// it removed any.
+func removeLabelled(lo netlink.Link, label string) bool {
 	addrs, err := netlink.AddrList(lo, netlink.FAMILY_V4)
 	if err != nil {
-		return
+		return false
 	}
 
+	removed := false
+
 	for _, a := range addrs {
-		if a.Label == label {
-			netlink.AddrDel(lo, &a) //nolint:errcheck,gosec // best effort; a second remover may have been first
+		// A second remover may have been first.
+		if a.Label == label && netlink.AddrDel(lo, &a) == nil {
+			removed = true
 		}
 	}
+
+	return removed
+}
+
+// ReapHostAddrs removes the loopback addresses killed Kubernetes runs left
+// (their blocks no live cluster claims) and returns their labels.
+func ReapHostAddrs() []string {
+	lo, err := netlink.LinkByName("lo")
+	if err != nil {
+		return nil
+	}
+
+	return reapHostAddrs(lo, -1)
 }
 
 // reapHostAddrs removes labelled addresses of blocks no live cluster claims
-// (their claim on 127.0.<block>.1 can be taken), and any left in our own block.
-func reapHostAddrs(lo netlink.Link, own int) {
+// (their claim on 127.0.<block>.1 can be taken), and any left in our own
+// block; it returns the labels it removed addresses of.
+func reapHostAddrs(lo netlink.Link, own int) []string {
 	addrs, err := netlink.AddrList(lo, netlink.FAMILY_V4)
 	if err != nil {
-		return
+		return nil
 	}
+
+	var removed []string
 
 	seen := map[string]bool{}
 
@@ -102,8 +123,12 @@ func reapHostAddrs(lo netlink.Link, own int) {
 			l.Close() //nolint:errcheck
 		}
 
-		removeLabelled(lo, a.Label)
+		if removeLabelled(lo, a.Label) {
+			removed = append(removed, a.Label)
+		}
 	}
+
+	return removed
 }
 
 // capNetAdmin is CAP_NET_ADMIN's bit in /proc/self/status's CapEff.

@@ -20,6 +20,7 @@ import (
 	"github.com/talchaos/talchaos/harness/buildinfo"
 	"github.com/talchaos/talchaos/harness/result"
 	"github.com/talchaos/talchaos/harness/scratch"
+	"github.com/talchaos/talchaos/sim"
 )
 
 // Exit codes (DESIGN.md).
@@ -188,6 +189,10 @@ func reapLeftovers(stderr io.Writer) {
 
 	if err != nil {
 		fmt.Fprintln(stderr, "talchaos: cleaning up after killed runs:", err)
+	}
+
+	if labels := sim.ReapHostAddrs(); len(labels) > 0 {
+		fmt.Fprintf(stderr, "talchaos: removed the loopback addresses (%s) of killed Kubernetes run(s)\n", strings.Join(labels, ", "))
 	}
 }
 
