@@ -123,13 +123,9 @@ type kubeAnswer struct {
 // pollKubeLoop polls a control plane's API server while its last look showed
 // it configured; otherwise it forgets what it saw.
 func (o *Observer) pollKubeLoop(ctx context.Context, n target.Node) {
-	for ctx.Err() == nil {
-		o.answersMu.Lock()
-		base := o.answers[n.Name].obs
-		o.answersMu.Unlock()
-
-		if base != nil && base.Mode == history.ModeConfigured {
-			started := o.log.Since()
+	o.pollPart(ctx, n,
+		func(*history.NodeObservation) bool { return true },
+		func(started time.Duration, _ *history.NodeObservation) {
 			api := o.pollKube(ctx, n)
 
 			o.answersMu.Lock()
@@ -137,17 +133,8 @@ func (o *Observer) pollKubeLoop(ctx context.Context, n target.Node) {
 				o.kubeAnswers[n.Name] = kubeAnswer{at: started, api: api}
 			}
 			o.answersMu.Unlock()
-		} else {
-			o.answersMu.Lock()
-			delete(o.kubeAnswers, n.Name)
-			o.answersMu.Unlock()
-		}
-
-		select {
-		case <-ctx.Done():
-		case <-time.After(o.pollEvery(n)):
-		}
-	}
+		},
+		func() { delete(o.kubeAnswers, n.Name) })
 }
 
 // pollKube asks a control plane's API server whether it is ready and what

@@ -26,28 +26,24 @@ type etcdAnswer struct {
 	membersErr string
 }
 
-// pollEtcdLoop polls a control plane's etcd while its last look showed etcd
-// Running; otherwise it forgets what it saw, so that a new run of etcd is not
-// shown with the members of the last one.
-func (o *Observer) pollEtcdLoop(ctx context.Context, n target.Node) {
+// pollPart polls one part of a node's state apart from its services, at the
+// node's interval: while the node's last answer shows the part can be asked
+// (when), look asks it and keeps the answer (a poll that started at the
+// given time); otherwise forget drops what it saw, so that a new run of the
+// part is not shown with the answers of the last one.
+func (o *Observer) pollPart(ctx context.Context, n target.Node, when func(*history.NodeObservation) bool,
+	look func(started time.Duration, base *history.NodeObservation), forget func(),
+) {
 	for ctx.Err() == nil {
 		o.answersMu.Lock()
 		base := o.answers[n.Name].obs
 		o.answersMu.Unlock()
 
-		if base != nil && base.Mode == history.ModeConfigured && base.Etcd != nil && base.Etcd.State == "Running" {
-			started := o.log.Since()
-			a := o.pollEtcd(ctx, n, base.Etcd)
-			a.at = started
-
-			o.answersMu.Lock()
-			if cur, ok := o.etcdAnswers[n.Name]; !ok || cur.at <= started {
-				o.etcdAnswers[n.Name] = a
-			}
-			o.answersMu.Unlock()
+		if base != nil && base.Mode == history.ModeConfigured && when(base) {
+			look(o.log.Since(), base)
 		} else {
 			o.answersMu.Lock()
-			delete(o.etcdAnswers, n.Name)
+			forget()
 			o.answersMu.Unlock()
 		}
 
@@ -56,6 +52,24 @@ func (o *Observer) pollEtcdLoop(ctx context.Context, n target.Node) {
 		case <-time.After(o.pollEvery(n)):
 		}
 	}
+}
+
+// pollEtcdLoop polls a control plane's etcd while its last look showed etcd
+// Running.
+func (o *Observer) pollEtcdLoop(ctx context.Context, n target.Node) {
+	o.pollPart(ctx, n,
+		func(base *history.NodeObservation) bool { return base.Etcd != nil && base.Etcd.State == "Running" },
+		func(started time.Duration, base *history.NodeObservation) {
+			a := o.pollEtcd(ctx, n, base.Etcd)
+			a.at = started
+
+			o.answersMu.Lock()
+			if cur, ok := o.etcdAnswers[n.Name]; !ok || cur.at <= started {
+				o.etcdAnswers[n.Name] = a
+			}
+			o.answersMu.Unlock()
+		},
+		func() { delete(o.etcdAnswers, n.Name) })
 }
 
 func (o *Observer) pollEtcd(ctx context.Context, n target.Node, svc *history.Service) etcdAnswer {
