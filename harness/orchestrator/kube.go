@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/siderolabs/talos/pkg/machinery/client"
 	"github.com/talchaos/talchaos/harness/target"
 )
 
@@ -23,16 +24,23 @@ const kubeMinPoll = 500 * time.Millisecond
 // take the kubeconfig from a control plane (talosctl kubeconfig,
 // talos_cluster_kubeconfig), then poll `kubectl get endpoints kubernetes -n
 // default` through the cluster endpoint until it lists every control plane.
-func waitKubernetesEndpoints(ctx context.Context, env *Env, from target.Node, every time.Duration) error {
+// The kubeconfig is asked of from's control planes in turn, one per look,
+// until one serves it: the field's scripts name one node, a careful
+// bootstrap any that answers.
+func waitKubernetesEndpoints(ctx context.Context, env *Env, from []target.Node, every time.Duration) error {
 	cps := env.controlPlanes()
 
-	env.step(fmt.Sprintf("take the kubeconfig from %s, then wait for the kubernetes endpoints to list the %d control planes", from.Name, len(cps)))
+	env.step(fmt.Sprintf("take the kubeconfig from %s, then wait for the kubernetes endpoints to list the %d control planes", names(from), len(cps)))
 
-	sec, err := env.secure(ctx, from)
-	if err != nil {
-		return fmt.Errorf("kubeconfig from %s: %w", from.Name, err)
-	}
-	defer sec.Close() //nolint:errcheck
+	clients := make([]*client.Client, len(from))
+
+	defer func() {
+		for _, c := range clients {
+			if c != nil {
+				c.Close() //nolint:errcheck
+			}
+		}
+	}()
 
 	var kube *kubernetes.Clientset
 
@@ -44,34 +52,46 @@ func waitKubernetesEndpoints(ctx context.Context, env *Env, from target.Node, ev
 	every = max(every, env.Clock.Talos(kubeMinPoll))
 
 	return env.wait(ctx, condition{what: fmt.Sprintf("the kubernetes endpoints to list %d control planes", len(cps)), log: true, every: every,
-		check: func(ctx context.Context, _ int) error {
+		check: func(ctx context.Context, attempt int) error {
 			callCtx, cancel := context.WithTimeout(ctx, max(env.d(30*time.Second), 2*time.Second))
 			defer cancel()
 
 			if kube == nil {
-				data, err := sec.Kubeconfig(callCtx)
-				env.call(from.Name, "Kubeconfig", err)
+				i := (attempt - 1) % len(from)
+				node := from[i]
+
+				if clients[i] == nil {
+					c, err := env.secure(ctx, node)
+					if err != nil {
+						return fmt.Errorf("kubeconfig from %s: %w", node.Name, err)
+					}
+
+					clients[i] = c
+				}
+
+				data, err := clients[i].Kubeconfig(callCtx)
+				env.call(node.Name, "Kubeconfig", err)
 
 				if err != nil {
-					return fmt.Errorf("kubeconfig: %w", err)
+					return fmt.Errorf("kubeconfig from %s: %w", node.Name, err)
 				}
 
 				cfg, err := clientcmd.RESTConfigFromKubeConfig(data)
 				if err != nil {
-					return stop(fmt.Errorf("kubeconfig from %s: %w", from.Name, err))
+					return stop(fmt.Errorf("kubeconfig from %s: %w", node.Name, err))
 				}
 
 				cfg.WarningHandler = rest.NoWarnings{}
 
 				hc, err := rest.HTTPClientFor(cfg)
 				if err != nil {
-					return stop(fmt.Errorf("kubeconfig from %s: %w", from.Name, err))
+					return stop(fmt.Errorf("kubeconfig: %w", err))
 				}
 
 				closeIdle = hc.CloseIdleConnections
 
 				if kube, err = kubernetes.NewForConfigAndClient(cfg, hc); err != nil {
-					return stop(fmt.Errorf("kubeconfig from %s: %w", from.Name, err))
+					return stop(fmt.Errorf("kubeconfig: %w", err))
 				}
 			}
 
@@ -100,8 +120,18 @@ func waitKubernetesEndpoints(ctx context.Context, env *Env, from target.Node, ev
 				return fmt.Errorf("%d/%d endpoints ready: missing [%s]", len(cps)-len(missing), len(cps), strings.Join(missing, " "))
 			}
 
-			env.Log.Add(from.Name, "orchestrator.wait", fmt.Sprintf("%d/%d endpoints ready", len(cps), len(cps)))
+			env.Log.Add("", "orchestrator.wait", fmt.Sprintf("%d/%d endpoints ready", len(cps), len(cps)))
 
 			return nil
 		}})
+}
+
+// names lists the nodes' names.
+func names(nodes []target.Node) string {
+	out := make([]string, len(nodes))
+	for i, n := range nodes {
+		out[i] = n.Name
+	}
+
+	return strings.Join(out, ", ")
 }

@@ -88,7 +88,7 @@ func (n *Naive) Run(ctx context.Context, env *Env) error {
 		return err
 	}
 
-	return waitKubernetesEndpoints(ctx, env, boot, naivePoll)
+	return waitKubernetesEndpoints(ctx, env, []target.Node{boot}, naivePoll)
 }
 
 func (*Naive) callTimeout(env *Env) time.Duration {

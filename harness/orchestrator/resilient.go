@@ -93,7 +93,15 @@ func (r *Resilient) Run(ctx context.Context, env *Env) error {
 		return err
 	}
 
-	return waitKubernetesEndpoints(ctx, env, boot, 5*time.Second)
+	// Any control plane serves the kubeconfig; the bootstrap node first.
+	from := []target.Node{boot}
+	for _, n := range env.controlPlanes() {
+		if n.Name != boot.Name {
+			from = append(from, n)
+		}
+	}
+
+	return waitKubernetesEndpoints(ctx, env, from, 5*time.Second)
 }
 
 func (r *Resilient) callTimeout(env *Env) time.Duration {
