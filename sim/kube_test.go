@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/siderolabs/talos/pkg/machinery/api/machine"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	restclient "k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -71,39 +74,101 @@ func TestKubernetesEndpointsFollowTheControlPlanes(t *testing.T) {
 	all := []string{nodes[0].Address, nodes[1].Address, nodes[2].Address}
 	slices.Sort(all)
 
-	endpoints := func(want []string) func() error {
-		return func() error {
-			ep, err := kube.CoreV1().Endpoints("default").Get(ctx, "kubernetes", metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-
-			var got []string
-
-			for _, s := range ep.Subsets {
-				for _, a := range s.Addresses {
-					got = append(got, a.IP)
-				}
-			}
-
-			slices.Sort(got)
-
-			if !slices.Equal(got, want) {
-				return fmt.Errorf("endpoints %v, want %v", got, want)
-			}
-
-			return nil
+	eventually(t, 2*time.Minute, func() error {
+		ep, err := kube.CoreV1().Endpoints("default").Get(ctx, "kubernetes", metav1.GetOptions{})
+		if err != nil {
+			return err
 		}
+
+		if got := addresses(ep); !slices.Equal(got, all) {
+			return fmt.Errorf("endpoints %v, want %v", got, all)
+		}
+
+		return nil
+	})
+
+	// Every version of the endpoints from here on, watched through cp1's
+	// API server (the endpoint's balancer may pick cp3's, which goes away):
+	// cp3's restarted API server removes its stale address at its start and
+	// adds it back once ready (kubernetesservice.Controller.Start), about a
+	// second apart, which polling could miss.
+	direct := restclient.CopyConfig(rest)
+	direct.Host = "https://" + net.JoinHostPort(nodes[0].Address, "6443")
+	direct.Timeout = 0
+
+	cp1, err := kubernetes.NewForConfig(direct)
+	if err != nil {
+		t.Fatal(err)
 	}
 
-	eventually(t, 2*time.Minute, endpoints(all))
+	start, err := cp1.CoreV1().Endpoints("default").Get(ctx, "kubernetes", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	w, err := cp1.CoreV1().Endpoints("default").Watch(ctx, metav1.ListOptions{
+		FieldSelector: "metadata.name=kubernetes", ResourceVersion: start.ResourceVersion,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+
+	rebooted := time.Now()
 
 	inject(t, ctx, c, chaos.Reboot{Node: "cp3"})
 
-	eventually(t, time.Minute, endpoints(all[:2]))
-	eventually(t, 2*time.Minute, endpoints(all))
+	left := false
+	deadline := time.After(3 * time.Minute)
 
-	if _, err := kube.CoreV1().Namespaces().Get(ctx, "kube-system", metav1.GetOptions{}); err != nil {
-		t.Error(errors.Join(errors.New("kube-system"), err))
+	for {
+		var ev watch.Event
+
+		select {
+		case <-deadline:
+			t.Fatalf("cp3 did not leave and rejoin the endpoints within 3 minutes of its reboot (left: %v)", left)
+		case e, ok := <-w.ResultChan():
+			if !ok {
+				t.Fatalf("the watch of the endpoints ended (left: %v)", left)
+			}
+
+			ev = e
+		}
+
+		ep, isEP := ev.Object.(*corev1.Endpoints)
+		if !isEP {
+			continue
+		}
+
+		got := addresses(ep)
+
+		switch {
+		case slices.Equal(got, all[:2]) && !left:
+			left = true
+			t.Logf("cp3 left the endpoints %s after its reboot", time.Since(rebooted).Round(time.Millisecond))
+		case slices.Equal(got, all) && left:
+			t.Logf("cp3 back in the endpoints %s after its reboot", time.Since(rebooted).Round(time.Millisecond))
+
+			if _, err := kube.CoreV1().Namespaces().Get(ctx, "kube-system", metav1.GetOptions{}); err != nil {
+				t.Error(errors.Join(errors.New("kube-system"), err))
+			}
+
+			return
+		}
 	}
+}
+
+// addresses are the endpoints' addresses, sorted.
+func addresses(ep *corev1.Endpoints) []string {
+	var got []string
+
+	for _, s := range ep.Subsets {
+		for _, a := range s.Addresses {
+			got = append(got, a.IP)
+		}
+	}
+
+	slices.Sort(got)
+
+	return got
 }
