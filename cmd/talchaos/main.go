@@ -21,6 +21,7 @@ import (
 	"github.com/talchaos/talchaos/harness/result"
 	"github.com/talchaos/talchaos/harness/scratch"
 	"github.com/talchaos/talchaos/sim"
+	"github.com/talchaos/talchaos/sim/kubecp"
 )
 
 // Exit codes (DESIGN.md).
@@ -238,9 +239,20 @@ func newRoot() *cobra.Command {
 	}
 
 	root.SetVersionTemplate("{{.Version}}\n")
+
+	var kubeDir string
+
+	root.PersistentFlags().StringVar(&kubeDir, "kube-dir", "",
+		"directory holding kube-apiserver for scenarios with Kubernetes (default: $"+kubecp.EnvDir+", beside talchaos, then where 'make kube' puts it)")
 	root.PersistentPreRun = func(cmd *cobra.Command, _ []string) {
 		if !cleansUp[cmd.Name()] {
 			nothingToClean.Store(true)
+		}
+
+		// Through the environment, so that every cluster of a hunt, and
+		// the nodes talchaos runs as processes, look in the same place.
+		if kubeDir != "" {
+			os.Setenv(kubecp.EnvDir, kubeDir) //nolint:errcheck,gosec // a valid name
 		}
 	}
 	root.AddCommand(newRunCmd(), newListCmd(), newShowCmd(), newFaultsCmd(), newUpCmd(), newDoctorCmd(), newReportCmd(), newReplayCmd(), newHuntCmd(), newNightlyCmd(), newNodeCmd(), newNodeNetCmd(),

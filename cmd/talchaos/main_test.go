@@ -14,6 +14,7 @@ import (
 	"github.com/talchaos/talchaos/harness/judge"
 	"github.com/talchaos/talchaos/harness/result"
 	"github.com/talchaos/talchaos/scenarios"
+	"github.com/talchaos/talchaos/sim/kubecp"
 )
 
 const validHead = `apiVersion: talchaos/v1
@@ -268,5 +269,24 @@ func TestHappyPathTwiceIntoItsOwnNameQuietly(t *testing.T) {
 
 	if _, err := os.Stat(filepath.Join("happy-path", "report.json")); err != nil {
 		t.Error(err)
+	}
+}
+
+// A scenario with Kubernetes whose kube-apiserver is not where --kube-dir
+// says: exit 2, the error names the directory and the command that builds
+// the binary, and the run still leaves its report.
+func TestKubeDirWithoutTheBinary(t *testing.T) {
+	t.Setenv(kubecp.EnvDir, "") // the flag sets it; restored after the test
+
+	missing := filepath.Join(t.TempDir(), "no-kube")
+	dir := filepath.Join(t.TempDir(), "report")
+
+	code, out := run(t, "run", "happy-path-kubernetes", "--kube-dir", missing, "--report-dir", dir)
+	if code != exitInput || !strings.Contains(out, missing) || !strings.Contains(out, "make kube") {
+		t.Fatalf("exit %d, want %d naming %s and make kube:\n%s", code, exitInput, missing, out)
+	}
+
+	if r := readReport(t, filepath.Join(dir, "report.json")); r.Verdict != result.Error {
+		t.Errorf("report verdict %q, want %q", r.Verdict, result.Error)
 	}
 }
