@@ -218,12 +218,18 @@ func NewClusterWith(ctx context.Context, sc *scenario.Scenario, seed int64, opts
 	return c, nil
 }
 
+// listenClaim takes a block's claim: a listener on its .1 address, Talos
+// API port. It fails while another cluster holds the block.
+func listenClaim(block int) (net.Listener, error) {
+	return net.Listen("tcp", fmt.Sprintf("127.0.%d.1:%d", block, apiPort))
+}
+
 // claimBlock picks a free 127.0.<block>.0/24 for this cluster and holds it by
 // listening on its .1 address on the Talos API port, so parallel runs (other
 // test processes too) never share addresses.
 func claimBlock(want int) (int, net.Listener, error) {
 	if want != 0 {
-		l, err := net.Listen("tcp", fmt.Sprintf("127.0.%d.1:%d", want, apiPort))
+		l, err := listenClaim(want)
 		if err != nil {
 			return 0, nil, fmt.Errorf("127.0.%d.0/24 is in use (another talchaos cluster holds it?): %w", want, err)
 		}
@@ -236,7 +242,7 @@ func claimBlock(want int) (int, net.Listener, error) {
 	for i := range 230 {
 		block := 10 + (start-10+i)%230
 
-		l, err := net.Listen("tcp", fmt.Sprintf("127.0.%d.1:%d", block, apiPort))
+		l, err := listenClaim(block)
 		if err == nil {
 			return block, l, nil
 		}

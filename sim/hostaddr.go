@@ -2,13 +2,13 @@ package sim
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"strconv"
 	"strings"
 
-	"github.com/talchaos/talchaos/sim/kubecp"
 	"github.com/vishvananda/netlink"
+
+	"github.com/talchaos/talchaos/sim/kubecp"
 )
 
 // Kubernetes refuses loopback addresses in the kubernetes endpoints
@@ -17,9 +17,9 @@ import (
 // 198.18.<block>.x instead (RFC 2544's benchmarking range, never routed on a
 // real network), added to the loopback interface under the label
 // lo:tc<block> for the cluster's life. That needs CAP_NET_ADMIN. The block is
-// still claimed on 127.0.<block>.1, so a label whose block nobody claims was
-// left by a killed run and is removed by the next cluster that runs
-// Kubernetes.
+// still claimed on 127.0.<block>.1 (listenClaim), so a label whose block
+// nobody claims was left by a killed run: every talchaos command removes it
+// (ReapHostAddrs), and so does the next cluster that runs Kubernetes.
 
 // hostAddrPrefix is the first two octets of a Kubernetes cluster's node addresses.
 const hostAddrPrefix = "198.18"
@@ -115,7 +115,7 @@ func reapHostAddrs(lo netlink.Link, own int) []string {
 		seen[a.Label] = true
 
 		if block != own {
-			l, err := net.Listen("tcp", fmt.Sprintf("127.0.%d.1:%d", block, apiPort))
+			l, err := listenClaim(block)
 			if err != nil {
 				continue // claimed: a live cluster's
 			}

@@ -2,7 +2,6 @@ package sim
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -27,10 +26,10 @@ import (
 // learner, not started or failed is not ready and drops out of the
 // `kubernetes` endpoints by itself (the lease reconciler, real). It listens
 // behind a proxy on the node's address, port 6443, so isolating or pausing the
-// node cuts it as it cuts the Talos API; a load balancer on the cluster's
-// endpoint (127.0.<block>.1:6443) spreads connections over the control planes,
-// as the VIP or external balancer of a real cluster does. Kubernetes runs on
-// real time, as etcd does.
+// node cuts it as it cuts the Talos API; a balancer on the cluster's
+// endpoint (<block>.1:6443, see hostaddr.go) spreads connections over the
+// control planes, as the VIP or external balancer of a real cluster does.
+// Kubernetes runs on real time, as etcd does.
 
 // portKubeAPIServer is the proxy in front of a control plane's API server.
 const portKubeAPIServer target.Port = "kube-apiserver"
@@ -73,8 +72,10 @@ func (n *Node) apiPorts() []target.Port {
 }
 
 // runAPIServerPod is the kubelet running the kube-apiserver static pod until
-// ctx ends (the kubelet stops, the node goes down): it restarts the server
-// whenever it exits, after kubelet's back-off.
+// ctx ends (the kubelet stops, the node goes down): the pod's files are
+// rendered from the applied config when the kubelet starts it, as Talos's
+// controllers have them ready, and the server is restarted whenever it
+// exits, after kubelet's back-off.
 func (n *Node) runAPIServerPod(ctx context.Context) {
 	backoff := kubeBackoffInitial
 
@@ -86,10 +87,24 @@ func (n *Node) runAPIServerPod(ctx context.Context) {
 	}
 	defer logf.Close() //nolint:errcheck
 
+	pod, err := kubecp.RenderAPIServer(kubecp.Node{
+		Config:     n.Config(),
+		Hostname:   n.name,
+		Address:    n.ip,
+		Bind:       n.loopbackTwin(),
+		EtcdServer: fmt.Sprintf("https://%s:%d", n.ip, backendClient),
+		Dir:        filepath.Join(n.dir, "kube-apiserver"),
+	})
+	if err != nil {
+		fmt.Fprintf(logf, "talchaos: kube-apiserver static pod: %v\n", err) //nolint:errcheck
+
+		return
+	}
+
 	for ctx.Err() == nil {
 		started := time.Now()
 
-		if err := n.runAPIServer(ctx, logf); err != nil && ctx.Err() == nil {
+		if err := n.runAPIServer(ctx, pod, logf); err != nil && ctx.Err() == nil {
 			fmt.Fprintf(logf, "talchaos: kube-apiserver exited: %v\n", err) //nolint:errcheck
 		}
 
@@ -107,22 +122,10 @@ func (n *Node) runAPIServerPod(ctx context.Context) {
 	}
 }
 
-// runAPIServer renders the pod from the applied config and runs it once,
-// until it exits or ctx ends: a clean stop sends SIGTERM (the server removes
-// its own endpoint lease) and waits the grace period; a power cut kills it.
-func (n *Node) runAPIServer(ctx context.Context, out io.Writer) error {
-	pod, err := kubecp.RenderAPIServer(kubecp.Node{
-		Config:     n.Config(),
-		Hostname:   n.name,
-		Address:    n.ip,
-		Bind:       n.loopbackTwin(),
-		EtcdServer: fmt.Sprintf("https://%s:%d", n.ip, backendClient),
-		Dir:        filepath.Join(n.dir, "kube-apiserver"),
-	})
-	if err != nil {
-		return err
-	}
-
+// runAPIServer runs the pod's server once, until it exits or ctx ends: a
+// clean stop sends SIGTERM (the server removes its own endpoint lease) and
+// waits the grace period; a power cut kills it.
+func (n *Node) runAPIServer(ctx context.Context, pod *kubecp.Pod, out io.Writer) error {
 	cmd := exec.Command(n.c.kubeAPIServer, pod.Args...) //nolint:gosec // our own binary and rendered flags
 	cmd.Env = append(os.Environ(), scratch.Env())
 	cmd.Stdout, cmd.Stderr = out, out
@@ -168,8 +171,10 @@ const (
 	kubeEndpointTTL      = 15 * time.Second
 )
 
-// kubeBalancer is the cluster endpoint's load balancer: each connection goes
-// to the next control plane whose API server port accepts it.
+// kubeBalancer is the cluster endpoint's balancer: connections go to the
+// control planes' API server ports in turn, with no health check (a VIP or a
+// plain TCP balancer), so a client may land on a server that is down and
+// tries again, as it would on a real cluster.
 type kubeBalancer struct {
 	l       net.Listener
 	targets []string
@@ -225,20 +230,10 @@ func (b *kubeBalancer) forward(ctx context.Context, conn net.Conn) {
 	b.next = (b.next + 1) % len(b.targets)
 	b.mu.Unlock()
 
-	var up net.Conn
+	d := net.Dialer{Timeout: time.Second}
 
-	for i := range b.targets {
-		d := net.Dialer{Timeout: time.Second}
-
-		c, err := d.DialContext(ctx, "tcp", b.targets[(first+i)%len(b.targets)])
-		if err == nil {
-			up = c
-
-			break
-		}
-	}
-
-	if up == nil {
+	up, err := d.DialContext(ctx, "tcp", b.targets[first])
+	if err != nil {
 		return
 	}
 	defer up.Close() //nolint:errcheck
@@ -275,9 +270,6 @@ func (b *kubeBalancer) close() {
 		return
 	}
 
-	if err := b.l.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
-		return
-	}
-
+	b.l.Close() //nolint:errcheck // closing it is all that is wanted
 	b.wg.Wait()
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"slices"
 	"testing"
 	"time"
@@ -13,11 +12,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
-	restclient "k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/talchaos/talchaos/harness/chaos"
+	"github.com/talchaos/talchaos/harness/kubeclient"
 	"github.com/talchaos/talchaos/sim"
 	"github.com/talchaos/talchaos/sim/simtest"
 )
@@ -58,29 +55,22 @@ func TestKubernetesEndpointsFollowTheControlPlanes(t *testing.T) {
 
 	eventually(t, 30*time.Second, func() (err error) { kubeconfig, err = cl.Kubeconfig(ctx); return err })
 
-	rest, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	kube, err := kubeclient.New(kubeconfig, kubeclient.Options{Timeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-
-	rest.Timeout = 5 * time.Second
-	rest.WarningHandler = restclient.NoWarnings{}
-
-	kube, err := kubernetes.NewForConfig(rest)
-	if err != nil {
-		t.Fatal(err)
-	}
+	defer kube.Close()
 
 	all := []string{nodes[0].Address, nodes[1].Address, nodes[2].Address}
 	slices.Sort(all)
 
 	eventually(t, 2*time.Minute, func() error {
-		ep, err := kube.CoreV1().Endpoints("default").Get(ctx, "kubernetes", metav1.GetOptions{})
+		got, err := kube.EndpointAddresses(ctx)
 		if err != nil {
 			return err
 		}
 
-		if got := addresses(ep); !slices.Equal(got, all) {
+		if !slices.Equal(got, all) {
 			return fmt.Errorf("endpoints %v, want %v", got, all)
 		}
 
@@ -92,16 +82,13 @@ func TestKubernetesEndpointsFollowTheControlPlanes(t *testing.T) {
 	// cp3's restarted API server removes its stale address at its start and
 	// adds it back once ready (kubernetesservice.Controller.Start), about a
 	// second apart, which polling could miss.
-	direct := restclient.CopyConfig(rest)
-	direct.Host = "https://" + net.JoinHostPort(nodes[0].Address, "6443")
-	direct.Timeout = 0
-
-	cp1, err := kubernetes.NewForConfig(direct)
+	cp1, err := kubeclient.New(kubeconfig, kubeclient.Options{Host: nodes[0].Address})
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer cp1.Close()
 
-	start, err := cp1.CoreV1().Endpoints("default").Get(ctx, "kubernetes", metav1.GetOptions{})
+	start, err := cp1.Endpoints(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +127,7 @@ func TestKubernetesEndpointsFollowTheControlPlanes(t *testing.T) {
 			continue
 		}
 
-		got := addresses(ep)
+		got := kubeclient.Addresses(ep)
 
 		switch {
 		case slices.Equal(got, all[:2]) && !left:
@@ -156,19 +143,4 @@ func TestKubernetesEndpointsFollowTheControlPlanes(t *testing.T) {
 			return
 		}
 	}
-}
-
-// addresses are the endpoints' addresses, sorted.
-func addresses(ep *corev1.Endpoints) []string {
-	var got []string
-
-	for _, s := range ep.Subsets {
-		for _, a := range s.Addresses {
-			got = append(got, a.IP)
-		}
-	}
-
-	slices.Sort(got)
-
-	return got
 }

@@ -12,7 +12,6 @@ import (
 	"syscall"
 	"text/tabwriter"
 
-	"github.com/siderolabs/talos/pkg/machinery/config/configloader"
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
 
@@ -446,25 +445,18 @@ func writeUpFilesWith(write func(name string, data []byte) error, cluster upClus
 // upKubeconfig is the admin kubeconfig of a cluster that runs Kubernetes
 // (nil otherwise), made from a control plane's config as Talos makes it.
 func upKubeconfig(cluster upCluster) ([]byte, error) {
-	k, ok := cluster.(interface{ Kubernetes() bool })
-	if !ok || !k.Kubernetes() {
+	if !upKubernetes(cluster) {
 		return nil, nil
 	}
 
-	for _, n := range cluster.Nodes() {
-		if n.Role != target.ControlPlane {
-			continue
-		}
+	return kubeconfig.AdminFor(cluster.Nodes())
+}
 
-		cfg, err := configloader.NewFromBytes(n.Config)
-		if err != nil {
-			return nil, fmt.Errorf("kubeconfig: %w", err)
-		}
+// upKubernetes reports whether the cluster runs Kubernetes.
+func upKubernetes(cluster upCluster) bool {
+	k, ok := cluster.(interface{ Kubernetes() bool })
 
-		return kubeconfig.Admin(cfg.Cluster())
-	}
-
-	return nil, nil
+	return ok && k.Kubernetes()
 }
 
 // upCluster is what up shows of a sim or container cluster.
@@ -497,7 +489,7 @@ func printUp(out io.Writer, dir string, cluster upCluster) {
 		tc, cluster.Nodes()[0].Address, filepath.Join(dir, cluster.Nodes()[0].Name+".yaml"))
 	fmt.Fprintf(out, "  talosctl --talosconfig %s bootstrap\n  talosctl --talosconfig %s etcd members\n", tc, tc)
 
-	if kc, _ := upKubeconfig(cluster); kc != nil {
+	if upKubernetes(cluster) {
 		path := filepath.Join(dir, "kubeconfig")
 		fmt.Fprintf(out, "\nkubeconfig:  %s\n  kubectl --kubeconfig %s get endpoints kubernetes -n default\n", path, path)
 	}

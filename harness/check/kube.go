@@ -4,20 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
-	"net/url"
-	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/talchaos/talchaos/harness/history"
+	"github.com/talchaos/talchaos/harness/kubeclient"
 	"github.com/talchaos/talchaos/harness/target"
 )
 
@@ -27,16 +21,12 @@ import (
 // `talosctl health` and FR-000's second loop ask: is it ready (/readyz), and
 // which addresses do the kubernetes endpoints list.
 
-// kubeAPIPortDefault is the API server's port when the kubeconfig names none.
-const kubeAPIPortDefault = "6443"
-
 // kubeClients holds the cluster's kubeconfig once a control plane served it,
-// and a client per control plane built from it.
+// and a client per control plane made from it.
 type kubeClients struct {
-	mu      sync.Mutex
-	config  *rest.Config
-	clients map[string]*kubernetes.Clientset
-	http    []*http.Client
+	mu         sync.Mutex
+	kubeconfig []byte
+	clients    map[string]*kubeclient.Client
 }
 
 // close closes the clients' idle connections: none outlives the observer.
@@ -48,20 +38,21 @@ func (k *kubeClients) close() {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 
-	for _, h := range k.http {
-		h.CloseIdleConnections()
+	for _, c := range k.clients {
+		c.Close()
 	}
 }
 
 // WatchKubernetes makes the observer look at every control plane's API server.
 // Call it before Run.
 func (o *Observer) WatchKubernetes() {
-	o.kube = &kubeClients{clients: map[string]*kubernetes.Clientset{}}
+	o.kube = &kubeClients{clients: map[string]*kubeclient.Client{}}
 }
 
-// kubeFor is the client for a control plane's API server, fetching the
-// kubeconfig through its Talos API the first time one is needed.
-func (o *Observer) kubeFor(ctx context.Context, n target.Node) (*kubernetes.Clientset, error) {
+// kubeFor is the client for a control plane's API server, at its own
+// address, fetching the kubeconfig through its Talos API the first time one
+// is needed.
+func (o *Observer) kubeFor(ctx context.Context, n target.Node) (*kubeclient.Client, error) {
 	k := o.kube
 
 	k.mu.Lock()
@@ -71,45 +62,22 @@ func (o *Observer) kubeFor(ctx context.Context, n target.Node) (*kubernetes.Clie
 		return c, nil
 	}
 
-	if k.config == nil {
+	if k.kubeconfig == nil {
 		data, err := o.clients[n.Name].secure.Kubeconfig(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("kubeconfig: %w", err)
 		}
 
-		cfg, err := clientcmd.RESTConfigFromKubeConfig(data)
-		if err != nil {
-			return nil, fmt.Errorf("kubeconfig: %w", err)
-		}
-
-		cfg.WarningHandler = rest.NoWarnings{}
-		cfg.Timeout = pollTimeout
-		// One look per poll: client-go's own retries would outlast it.
-		cfg.QPS, cfg.Burst = -1, 0
-		k.config = cfg
+		k.kubeconfig = data
 	}
 
-	cfg := rest.CopyConfig(k.config)
-
-	port := kubeAPIPortDefault
-	if u, err := url.Parse(cfg.Host); err == nil && u.Port() != "" {
-		port = u.Port()
-	}
-
-	cfg.Host = "https://" + net.JoinHostPort(n.Address, port)
-
-	hc, err := rest.HTTPClientFor(cfg)
+	// One look per poll: client-go's own retries would outlast it.
+	c, err := kubeclient.New(k.kubeconfig, kubeclient.Options{Host: n.Address, Timeout: pollTimeout, OneTry: true})
 	if err != nil {
-		return nil, err
-	}
-
-	c, err := kubernetes.NewForConfigAndClient(cfg, hc)
-	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("kubeconfig: %w", err)
 	}
 
 	k.clients[n.Name] = c
-	k.http = append(k.http, hc)
 
 	return c, nil
 }
@@ -157,17 +125,8 @@ func (o *Observer) pollKube(ctx context.Context, n target.Node) *history.APIServ
 		api.Error = readyzFailure(body, err)
 	}
 
-	ep, err := c.CoreV1().Endpoints("default").Get(ctx, "kubernetes", metav1.GetOptions{})
-	if err == nil {
-		api.Endpoints = []string{}
-
-		for _, s := range ep.Subsets {
-			for _, a := range s.Addresses {
-				api.Endpoints = append(api.Endpoints, a.IP)
-			}
-		}
-
-		slices.Sort(api.Endpoints)
+	if eps, err := c.EndpointAddresses(ctx); err == nil {
+		api.Endpoints = eps
 	}
 
 	return api

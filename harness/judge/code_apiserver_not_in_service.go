@@ -20,7 +20,7 @@ var _ = register(Code{
 			"kubectl get endpoints kubernetes -n default   # the addresses the API servers serve from",
 			fmt.Sprintf("talosctl -n %s etcd status   # LEARNER true: its API server cannot serve until the member is promoted", r.Addr),
 			fmt.Sprintf("talosctl -n %s service etcd   # its API server needs its own member Running and healthy", r.Addr),
-			fmt.Sprintf("talosctl -n %s logs kube-apiserver -k   # why it is not ready", r.Addr),
+			fmt.Sprintf("talosctl -n %s containers -k   # then talosctl -n %s logs -k <the kube-apiserver container's ID>: why it is not ready", r.Addr, r.Addr),
 		}
 	},
 })

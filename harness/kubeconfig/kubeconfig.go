@@ -7,12 +7,15 @@ package kubeconfig
 import (
 	"bytes"
 	stdlibx509 "crypto/x509"
+	"errors"
 	"fmt"
 	"io"
 	"time"
 
 	"github.com/siderolabs/crypto/x509"
 	"github.com/siderolabs/talos/pkg/machinery/config/config"
+	"github.com/siderolabs/talos/pkg/machinery/config/configloader"
+	"github.com/talchaos/talchaos/harness/target"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
@@ -93,4 +96,28 @@ func Admin(cluster config.ClusterConfig) ([]byte, error) {
 	}
 
 	return b.Bytes(), nil
+}
+
+// AdminFor is the admin kubeconfig of the cluster the nodes form, made from
+// its first control plane's machine config.
+func AdminFor(nodes []target.Node) ([]byte, error) {
+	for _, n := range nodes {
+		if n.Role != target.ControlPlane {
+			continue
+		}
+
+		cfg, err := configloader.NewFromBytes(n.Config)
+		if err != nil {
+			return nil, fmt.Errorf("kubeconfig: %s's config: %w", n.Name, err)
+		}
+
+		data, err := Admin(cfg.Cluster())
+		if err != nil {
+			return nil, fmt.Errorf("kubeconfig: %w", err)
+		}
+
+		return data, nil
+	}
+
+	return nil, errors.New("kubeconfig: no control plane")
 }

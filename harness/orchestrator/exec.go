@@ -15,7 +15,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/siderolabs/talos/pkg/machinery/config/configloader"
 	"github.com/talchaos/talchaos/harness/childproc"
 	"github.com/talchaos/talchaos/harness/kubeconfig"
 	"github.com/talchaos/talchaos/harness/scratch"
@@ -198,23 +197,14 @@ func (e *Exec) prepare(env *Env, dir string) ([]string, error) {
 // writeKubeconfig writes the admin kubeconfig a control plane's config
 // makes (Talos generates it from the same cluster section on request).
 func writeKubeconfig(env *Env, dir string) (string, error) {
-	for _, n := range env.controlPlanes() {
-		cfg, err := configloader.NewFromBytes(n.Config)
-		if err != nil {
-			return "", fmt.Errorf("kubeconfig: %s's config: %w", n.Name, err)
-		}
-
-		data, err := kubeconfig.Admin(cfg.Cluster())
-		if err != nil {
-			return "", fmt.Errorf("kubeconfig: %w", err)
-		}
-
-		path := filepath.Join(dir, "kubeconfig")
-
-		return path, scratch.WriteSecret(path, data)
+	data, err := kubeconfig.AdminFor(env.Nodes)
+	if err != nil {
+		return "", err
 	}
 
-	return "", errors.New("kubeconfig: no control plane")
+	path := filepath.Join(dir, "kubeconfig")
+
+	return path, scratch.WriteSecret(path, data)
 }
 
 func (e *Exec) run(ctx context.Context, env *Env, program, dir string, vars []string) error {

@@ -7,12 +7,9 @@ import (
 	"strings"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-
 	"github.com/siderolabs/talos/pkg/machinery/client"
+
+	"github.com/talchaos/talchaos/harness/kubeclient"
 	"github.com/talchaos/talchaos/harness/target"
 )
 
@@ -32,20 +29,43 @@ func waitKubernetesEndpoints(ctx context.Context, env *Env, from []target.Node, 
 
 	env.step(fmt.Sprintf("take the kubeconfig from %s, then wait for the kubernetes endpoints to list the %d control planes", names(from), len(cps)))
 
-	clients := make([]*client.Client, len(from))
+	talos := make([]*client.Client, len(from))
 
 	defer func() {
-		for _, c := range clients {
+		for _, c := range talos {
 			if c != nil {
 				c.Close() //nolint:errcheck
 			}
 		}
 	}()
 
-	var kube *kubernetes.Clientset
+	var kube *kubeclient.Client
 
-	closeIdle := func() {}
-	defer func() { closeIdle() }()
+	defer func() { kube.Close() }()
+
+	// kubeconfig asks from's attempt-th node for the kubeconfig.
+	kubeconfig := func(ctx context.Context, attempt int) ([]byte, error) {
+		i := (attempt - 1) % len(from)
+		node := from[i]
+
+		if talos[i] == nil {
+			c, err := env.secure(ctx, node)
+			if err != nil {
+				return nil, fmt.Errorf("kubeconfig from %s: %w", node.Name, err)
+			}
+
+			talos[i] = c
+		}
+
+		data, err := talos[i].Kubeconfig(ctx)
+		env.call(node.Name, "Kubeconfig", err)
+
+		if err != nil {
+			return nil, fmt.Errorf("kubeconfig from %s: %w", node.Name, err)
+		}
+
+		return data, nil
+	}
 
 	// Kubernetes runs on real time: a look every 83 ms (5 s at 60x) would
 	// only load the API servers.
@@ -53,59 +73,23 @@ func waitKubernetesEndpoints(ctx context.Context, env *Env, from []target.Node, 
 
 	return env.wait(ctx, condition{what: fmt.Sprintf("the kubernetes endpoints to list %d control planes", len(cps)), log: true, every: every,
 		check: func(ctx context.Context, attempt int) error {
-			callCtx, cancel := context.WithTimeout(ctx, max(env.d(30*time.Second), 2*time.Second))
+			callCtx, cancel := context.WithTimeout(ctx, env.callTimeout())
 			defer cancel()
 
 			if kube == nil {
-				i := (attempt - 1) % len(from)
-				node := from[i]
-
-				if clients[i] == nil {
-					c, err := env.secure(ctx, node)
-					if err != nil {
-						return fmt.Errorf("kubeconfig from %s: %w", node.Name, err)
-					}
-
-					clients[i] = c
-				}
-
-				data, err := clients[i].Kubeconfig(callCtx)
-				env.call(node.Name, "Kubeconfig", err)
-
+				data, err := kubeconfig(callCtx, attempt)
 				if err != nil {
-					return fmt.Errorf("kubeconfig from %s: %w", node.Name, err)
+					return err
 				}
 
-				cfg, err := clientcmd.RESTConfigFromKubeConfig(data)
-				if err != nil {
-					return stop(fmt.Errorf("kubeconfig from %s: %w", node.Name, err))
-				}
-
-				cfg.WarningHandler = rest.NoWarnings{}
-
-				hc, err := rest.HTTPClientFor(cfg)
-				if err != nil {
-					return stop(fmt.Errorf("kubeconfig: %w", err))
-				}
-
-				closeIdle = hc.CloseIdleConnections
-
-				if kube, err = kubernetes.NewForConfigAndClient(cfg, hc); err != nil {
+				if kube, err = kubeclient.New(data, kubeclient.Options{}); err != nil {
 					return stop(fmt.Errorf("kubeconfig: %w", err))
 				}
 			}
 
-			ep, err := kube.CoreV1().Endpoints("default").Get(callCtx, "kubernetes", metav1.GetOptions{})
+			listed, err := kube.EndpointAddresses(callCtx)
 			if err != nil {
 				return fmt.Errorf("kubectl get endpoints kubernetes: %w", err)
-			}
-
-			var listed []string
-
-			for _, s := range ep.Subsets {
-				for _, a := range s.Addresses {
-					listed = append(listed, a.IP)
-				}
 			}
 
 			var missing []string

@@ -91,10 +91,6 @@ func (n *Naive) Run(ctx context.Context, env *Env) error {
 	return waitKubernetesEndpoints(ctx, env, []target.Node{boot}, naivePoll)
 }
 
-func (*Naive) callTimeout(env *Env) time.Duration {
-	return max(env.d(30*time.Second), 2*time.Second)
-}
-
 // apply sends the node its config through one insecure client. Without
 // RetryApply it returns nil whatever happened (the error is in the event log);
 // with it, it returns an error only when the context ends first.
@@ -112,7 +108,7 @@ func (n *Naive) apply(ctx context.Context, env *Env, node target.Node) error {
 	defer ins.Close() //nolint:errcheck
 
 	return env.wait(ctx, condition{what: node.Name + " to take its configuration", every: naivePoll, check: func(ctx context.Context, _ int) error {
-		callCtx, cancel := context.WithTimeout(ctx, n.callTimeout(env))
+		callCtx, cancel := context.WithTimeout(ctx, env.callTimeout())
 		_, err := ins.ApplyConfiguration(callCtx, &machine.ApplyConfigurationRequest{Data: node.Config, Mode: machine.ApplyConfigurationRequest_AUTO})
 
 		cancel()
@@ -165,7 +161,7 @@ func (n *Naive) bootstrap(ctx context.Context, env *Env, boot target.Node) error
 	defer sec.Close() //nolint:errcheck
 
 	return env.wait(ctx, condition{what: boot.Name + " to accept Bootstrap", every: naivePoll, check: func(ctx context.Context, _ int) error {
-		callCtx, cancel := context.WithTimeout(ctx, n.callTimeout(env))
+		callCtx, cancel := context.WithTimeout(ctx, env.callTimeout())
 		err := sec.Bootstrap(callCtx, &machine.BootstrapRequest{})
 
 		cancel()
@@ -234,7 +230,7 @@ func (n *Naive) wait(ctx context.Context, env *Env, boot target.Node, want int) 
 
 	return env.wait(ctx, condition{what: fmt.Sprintf("%d non-learner etcd members", want), node: boot.Name, log: true, every: naivePoll,
 		check: func(ctx context.Context, _ int) error {
-			callCtx, cancel := context.WithTimeout(ctx, n.callTimeout(env))
+			callCtx, cancel := context.WithTimeout(ctx, env.callTimeout())
 			resp, err := sec.EtcdMemberList(callCtx, &machine.EtcdMemberListRequest{})
 
 			cancel()

@@ -102,6 +102,12 @@ func New(o scenario.Orchestrator) (Orchestrator, error) {
 	return nil, fmt.Errorf("orchestrator %q is not available", o.Name)
 }
 
+// callTimeout bounds one call an orchestrator makes: 30 s of Talos time,
+// never below 2 s wall.
+func (e *Env) callTimeout() time.Duration {
+	return max(e.d(30*time.Second), 2*time.Second)
+}
+
 // d scales a Talos-time interval, never below 20 ms.
 func (e *Env) d(talos time.Duration) time.Duration {
 	return e.Clock.WallAtLeast(talos, 20*time.Millisecond)

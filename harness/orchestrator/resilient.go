@@ -104,10 +104,6 @@ func (r *Resilient) Run(ctx context.Context, env *Env) error {
 	return waitKubernetesEndpoints(ctx, env, from, 5*time.Second)
 }
 
-func (r *Resilient) callTimeout(env *Env) time.Duration {
-	return max(env.d(30*time.Second), 2*time.Second)
-}
-
 // preflight waits until the node answers; it reports whether the node already
 // has a config (the insecure client is refused with "certificate required" and
 // the talosconfig client works).
@@ -127,7 +123,7 @@ func (r *Resilient) preflight(ctx context.Context, env *Env, n target.Node) (boo
 	configured := false
 
 	err = env.wait(ctx, condition{what: n.Name + "'s API to answer", every: 2 * time.Second, check: func(ctx context.Context, _ int) error {
-		callCtx, cancel := context.WithTimeout(ctx, r.callTimeout(env))
+		callCtx, cancel := context.WithTimeout(ctx, env.callTimeout())
 		defer cancel()
 
 		_, err := ins.Disks(callCtx)
@@ -186,7 +182,7 @@ func (r *Resilient) applyOnce(ctx context.Context, env *Env, n target.Node) erro
 	}
 	defer ins.Close() //nolint:errcheck
 
-	callCtx, cancel := context.WithTimeout(ctx, r.callTimeout(env))
+	callCtx, cancel := context.WithTimeout(ctx, env.callTimeout())
 	defer cancel()
 
 	_, err = ins.ApplyConfiguration(callCtx, &machine.ApplyConfigurationRequest{Data: n.Config, Mode: machine.ApplyConfigurationRequest_AUTO})
@@ -214,7 +210,7 @@ func (r *Resilient) leftMaintenance(ctx context.Context, env *Env, n target.Node
 	}
 	defer sec.Close() //nolint:errcheck
 
-	callCtx, cancel := context.WithTimeout(ctx, r.callTimeout(env))
+	callCtx, cancel := context.WithTimeout(ctx, env.callTimeout())
 	defer cancel()
 
 	_, err = sec.Version(callCtx)
@@ -313,7 +309,7 @@ func (r *Resilient) bootstrap(ctx context.Context, env *Env, n target.Node) erro
 	// expected, told as the condition's state (the call is in the history
 	// all the same), not as an error.
 	return env.wait(ctx, condition{what: n.Name + " to accept Bootstrap", node: n.Name, log: true, every: 5 * time.Second, check: func(ctx context.Context, _ int) error {
-		callCtx, cancel := context.WithTimeout(ctx, r.callTimeout(env))
+		callCtx, cancel := context.WithTimeout(ctx, env.callTimeout())
 		err := sec.Bootstrap(callCtx, &machine.BootstrapRequest{})
 
 		cancel()
@@ -375,7 +371,7 @@ func (r *Resilient) waitVoters(ctx context.Context, env *Env, boot target.Node) 
 	remedied := map[string]time.Time{}
 
 	return env.wait(ctx, condition{what: "every control plane to be an etcd voter", node: boot.Name, log: true, every: 5 * time.Second, check: func(ctx context.Context, _ int) error {
-		callCtx, cancel := context.WithTimeout(ctx, r.callTimeout(env))
+		callCtx, cancel := context.WithTimeout(ctx, env.callTimeout())
 		resp, err := sec.EtcdMemberList(callCtx, &machine.EtcdMemberListRequest{})
 
 		cancel()
@@ -514,7 +510,7 @@ func (r *Resilient) unblock(ctx context.Context, env *Env, sec *client.Client, m
 		}
 		defer nc.Close() //nolint:errcheck
 
-		callCtx, cancel := context.WithTimeout(ctx, r.callTimeout(env))
+		callCtx, cancel := context.WithTimeout(ctx, env.callTimeout())
 		defer cancel()
 
 		_, err = nc.ResetGenericWithResponse(callCtx, &machine.ResetRequest{
@@ -589,7 +585,7 @@ func (r *Resilient) restartStuck(ctx context.Context, env *Env, sec *client.Clie
 
 		remedied[name] = time.Now()
 
-		callCtx, cancel := context.WithTimeout(ctx, r.callTimeout(env))
+		callCtx, cancel := context.WithTimeout(ctx, env.callTimeout())
 		defer cancel()
 
 		env.Log.Add(name, "orchestrator.remedy", what)
@@ -622,7 +618,7 @@ func (r *Resilient) restartStuck(ctx context.Context, env *Env, sec *client.Clie
 			env.call(env.BootstrapNode, fmt.Sprintf("EtcdRemoveMemberByID %016x (%s, crash-looping)", member.GetId(), name), err)
 		}
 
-		callCtx, cancel := context.WithTimeout(ctx, r.callTimeout(env))
+		callCtx, cancel := context.WithTimeout(ctx, env.callTimeout())
 		defer cancel()
 
 		_, err := nc.ResetGenericWithResponse(callCtx, &machine.ResetRequest{
@@ -674,7 +670,7 @@ func (r *Resilient) runsEtcd(ctx context.Context, env *Env, m *machine.EtcdMembe
 
 // etcdService reads the node's etcd service from ServiceList.
 func (r *Resilient) etcdService(ctx context.Context, env *Env, nc *client.Client) (*machine.ServiceInfo, error) {
-	callCtx, cancel := context.WithTimeout(ctx, r.callTimeout(env))
+	callCtx, cancel := context.WithTimeout(ctx, env.callTimeout())
 	defer cancel()
 
 	resp, err := nc.ServiceList(callCtx)
@@ -692,7 +688,7 @@ func (r *Resilient) etcdService(ctx context.Context, env *Env, nc *client.Client
 }
 
 func (r *Resilient) removeMember(ctx context.Context, env *Env, sec *client.Client, m *machine.EtcdMember) error {
-	callCtx, cancel := context.WithTimeout(ctx, r.callTimeout(env))
+	callCtx, cancel := context.WithTimeout(ctx, env.callTimeout())
 	defer cancel()
 
 	return sec.EtcdRemoveMemberByID(callCtx, &machine.EtcdRemoveMemberByIDRequest{MemberId: m.GetId()})

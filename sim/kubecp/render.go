@@ -129,12 +129,24 @@ func RenderAPIServer(n Node) (*Pod, error) {
 		"tls-private-key-file":               s("apiserver.key"),
 		"kubelet-preferred-address-types":    "InternalIP,ExternalIP,Hostname",
 		"advertise-address":                  n.Address,
-		// handleKubeAPIServerAuthorizationFlags: 1.35 reads the structured
-		// authorization config (enabled by default since 1.32).
-		"authorization-config": filepath.Join(configs, "authorization-config.yaml"),
 	}
 
-	if err := mergeExtraArgs(args, cfg.Cluster().APIServer().ExtraArgs()); err != nil {
+	extra := cfg.Cluster().APIServer().ExtraArgs()
+
+	// handleKubeAPIServerAuthorizationFlags: an authorization mode or webhook
+	// among the extra args keeps the flags (Node,RBAC, merged with the
+	// user's mode); otherwise 1.35 reads the structured authorization config
+	// (enabled by default since 1.32).
+	_, mode := extra["authorization-mode"]
+	webhook := slices.ContainsFunc(slices.Collect(maps.Keys(extra)), func(k string) bool { return strings.HasPrefix(k, "authorization-webhook-") })
+
+	if mode || webhook {
+		args["authorization-mode"] = "Node,RBAC"
+	} else {
+		args["authorization-config"] = filepath.Join(configs, "authorization-config.yaml")
+	}
+
+	if err := mergeExtraArgs(args, extra); err != nil {
 		return nil, err
 	}
 

@@ -91,6 +91,10 @@ func TestRenderAPIServer(t *testing.T) {
 		}
 	}
 
+	if !slices.Contains(pod.Args, "--authorization-config="+filepath.Join(dir, "config", "authorization-config.yaml")) {
+		t.Errorf("no structured authorization config in %v", pod.Args)
+	}
+
 	if !slices.IsSorted(pod.Args) {
 		t.Error("arguments are not in argsbuilder's sorted order")
 	}
@@ -145,6 +149,18 @@ func TestRenderAPIServerExtraArgs(t *testing.T) {
 		if !slices.Contains(pod.Args, want) {
 			t.Errorf("no %s in %v", want, pod.Args)
 		}
+	}
+
+	// An authorization mode of the user's: Talos keeps the flag (its
+	// Node,RBAC first) instead of the structured authorization config.
+	pod, err = kubecp.RenderAPIServer(node("cluster:\n  apiServer:\n    extraArgs:\n      authorization-mode: Webhook\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if !slices.Contains(pod.Args, "--authorization-mode=Node,RBAC,Webhook") ||
+		slices.ContainsFunc(pod.Args, func(a string) bool { return strings.HasPrefix(a, "--authorization-config=") }) {
+		t.Errorf("with authorization-mode among the extra args: %v", pod.Args)
 	}
 
 	_, err = kubecp.RenderAPIServer(node("cluster:\n  apiServer:\n    extraArgs:\n      etcd-servers: https://elsewhere:2379\n"))

@@ -1,0 +1,113 @@
+// Package kubeclient is the Kubernetes API as the engine uses it: a client
+// made from the admin kubeconfig a control plane's Talos API serves, as
+// kubectl makes one, and the question FR-000's second loop asks of it (which
+// addresses the kubernetes endpoints list).
+package kubeclient
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Options adjust the client a kubeconfig makes.
+type Options struct {
+	// Host replaces the host of the kubeconfig's server (its port is kept,
+	// 6443 when it names none): one API server rather than the endpoint.
+	Host string
+	// Timeout bounds each request; 0: none.
+	Timeout time.Duration
+	// OneTry turns off client-go's rate limiter, so that a caller that polls
+	// makes one request per look.
+	OneTry bool
+}
+
+// Client is a Kubernetes client; Close closes its idle connections.
+type Client struct {
+	*kubernetes.Clientset
+
+	http *http.Client
+}
+
+// New makes a client from a kubeconfig. Deprecation warnings (v1 Endpoints)
+// are not printed.
+func New(kubeconfig []byte, opts Options) (*Client, error) {
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+
+	cfg.WarningHandler = rest.NoWarnings{}
+	cfg.Timeout = opts.Timeout
+
+	if opts.OneTry {
+		cfg.QPS, cfg.Burst = -1, 0
+	}
+
+	if opts.Host != "" {
+		port := "6443"
+		if u, err := url.Parse(cfg.Host); err == nil && u.Port() != "" {
+			port = u.Port()
+		}
+
+		cfg.Host = "https://" + net.JoinHostPort(opts.Host, port)
+	}
+
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+
+	cs, err := kubernetes.NewForConfigAndClient(cfg, hc)
+	if err != nil {
+		return nil, err
+	}
+
+	return &Client{Clientset: cs, http: hc}, nil
+}
+
+// Close closes the client's idle connections.
+func (c *Client) Close() {
+	if c != nil {
+		c.http.CloseIdleConnections()
+	}
+}
+
+// Endpoints is `kubectl get endpoints kubernetes -n default`.
+func (c *Client) Endpoints(ctx context.Context) (*corev1.Endpoints, error) {
+	return c.CoreV1().Endpoints(metav1.NamespaceDefault).Get(ctx, "kubernetes", metav1.GetOptions{})
+}
+
+// EndpointAddresses are the addresses the kubernetes endpoints list, sorted.
+func (c *Client) EndpointAddresses(ctx context.Context) ([]string, error) {
+	ep, err := c.Endpoints(ctx)
+	if err != nil {
+		return nil, err
+	}
+
+	return Addresses(ep), nil
+}
+
+// Addresses are an Endpoints object's addresses, sorted; never nil.
+func Addresses(ep *corev1.Endpoints) []string {
+	out := []string{}
+
+	for _, s := range ep.Subsets {
+		for _, a := range s.Addresses {
+			out = append(out, a.IP)
+		}
+	}
+
+	slices.Sort(out)
+
+	return out
+}
