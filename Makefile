@@ -66,23 +66,31 @@ bench-go:
 clean:
 	rm -rf bin $(REPORT)
 
-# The real kube-apiserver for Kubernetes-enabled scenarios (cluster.kubernetes),
-# built from its own module (kube/apiserver: k8s.io/kubernetes needs replace
-# lines that must stay out of the main module) into the cache talchaos looks
-# in (sim/kubecp.Locate). Several minutes cold, nothing when it is there.
-KUBE_VERSION := $(shell sed -n 's/^\tk8s.io\/kubernetes \(v[0-9.]*\)$$/\1/p' kube/apiserver/go.mod)
+# The real Kubernetes control plane for Kubernetes-enabled scenarios
+# (cluster.kubernetes) and the simulated kubelets, each built from its own
+# module (kube/hyperkube: k8s.io/kubernetes needs replace lines that must stay
+# out of the main module; kube/kwok: sigs.k8s.io/kwok at one release) into the
+# cache talchaos looks in (sim/kubecp.Locate). Several minutes cold, nothing
+# when they are there.
+KUBE_VERSION := $(shell sed -n 's/^\tk8s.io\/kubernetes \(v[0-9.]*\)$$/\1/p' kube/hyperkube/go.mod)
+KWOK_VERSION := $(shell sed -n 's/^\tsigs.k8s.io\/kwok \(v[0-9.]*\)$$/\1/p' kube/kwok/go.mod)
 KUBE_MINOR   := $(word 2,$(subst ., ,$(KUBE_VERSION)))
-KUBE_DIR     ?= $(or $(TALCHAOS_KUBE_DIR),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/talchaos/kube/$(KUBE_VERSION))
+KUBE_DIR     ?= $(or $(TALCHAOS_KUBE_DIR),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/talchaos/kube/$(KUBE_VERSION)-kwok-$(KWOK_VERSION))
 KUBE_LDFLAGS := -s -w -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
 	-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(KUBE_MINOR)
 
-kube: $(KUBE_DIR)/kube-apiserver
+kube: $(KUBE_DIR)/hyperkube $(KUBE_DIR)/kwok
 
-# Only its absence triggers a build: the version is in the path, and a fresh
-# clone's new file times must not rebuild a cached binary.
-$(KUBE_DIR)/kube-apiserver:
+# Only their absence triggers a build: the versions are in the path, and a
+# fresh clone's new file times must not rebuild a cached binary.
+$(KUBE_DIR)/hyperkube:
 	@mkdir -p $(KUBE_DIR)
-	cd kube/apiserver && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(KUBE_LDFLAGS)" -o $@.tmp .
+	cd kube/hyperkube && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(KUBE_LDFLAGS)" -o $@.tmp .
+	mv $@.tmp $@
+
+$(KUBE_DIR)/kwok:
+	@mkdir -p $(KUBE_DIR)
+	cd kube/kwok && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=$(KWOK_VERSION:v%=%)" -o $@.tmp .
 	mv $@.tmp $@
 
 # Compatibility suite (separate module in compat/): the real talosctl and Talos's

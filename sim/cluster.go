@@ -11,9 +11,11 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -32,6 +34,7 @@ import (
 	"github.com/siderolabs/talos/pkg/machinery/config/generate"
 	"github.com/siderolabs/talos/pkg/machinery/config/generate/secrets"
 	"github.com/siderolabs/talos/pkg/machinery/config/machine"
+	"github.com/siderolabs/talos/pkg/machinery/resources/k8s"
 	"github.com/siderolabs/talos/pkg/machinery/resources/runtime"
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -78,10 +81,10 @@ type Cluster struct {
 
 	net netState
 
-	// kubeAPIServer is the kube-apiserver binary when the scenario runs
-	// Kubernetes (kube.go); kubeLB balances the control-plane endpoint.
-	kubeAPIServer string
-	kubeLB        *kubeBalancer
+	// kube are the Kubernetes binaries when the scenario runs Kubernetes
+	// (kube.go); kubeLB balances the control-plane endpoint.
+	kube   kubecp.Binaries
+	kubeLB *kubeBalancer
 
 	// A node run as a process (NewNodeProcess): its one node is nodes[0], the
 	// others are peers known by address; discovery is a registry outside it;
@@ -130,7 +133,7 @@ func NewClusterWith(ctx context.Context, sc *scenario.Scenario, seed int64, opts
 	}()
 
 	if sc.Cluster.Kubernetes {
-		if c.kubeAPIServer, err = kubecp.Locate(opts.KubeDir); err != nil {
+		if c.kube, err = kubecp.Locate(opts.KubeDir); err != nil {
 			return nil, err
 		}
 	}
@@ -139,7 +142,7 @@ func NewClusterWith(ctx context.Context, sc *scenario.Scenario, seed int64, opts
 		return nil, err
 	}
 
-	if c.kubeAPIServer != "" {
+	if c.kube.Hyperkube != "" {
 		if err = addHostAddrs(c.block, len(sc.Cluster.NodeNames())); err != nil {
 			return nil, err
 		}
@@ -181,7 +184,7 @@ func NewClusterWith(ctx context.Context, sc *scenario.Scenario, seed int64, opts
 		}
 	}
 
-	if c.kubeAPIServer != "" {
+	if c.kube.Hyperkube != "" {
 		if err = c.startKubeBalancer(); err != nil {
 			return nil, err
 		}
@@ -256,7 +259,7 @@ func (c *Cluster) nodeIP(i int) string { return fmt.Sprintf("%s.%d.%d", c.hostPr
 // hostPrefix is the first two octets of the cluster's addresses: loopback,
 // or with Kubernetes, addresses it accepts (hostaddr.go).
 func (c *Cluster) hostPrefix() string {
-	if c.kubeAPIServer != "" {
+	if c.kube.Hyperkube != "" {
 		return hostAddrPrefix
 	}
 
@@ -426,6 +429,10 @@ func (c *Cluster) newNode(ip, name string) (*Node, error) {
 		return nil, err
 	}
 
+	if err = rr.Register(c.ctx, &k8s.StaticPodStatus{}); err != nil {
+		return nil, err
+	}
+
 	n.api, err = talosapi.New(talosapi.Options{
 		Backend: n,
 		Profile: c.profile.Name,
@@ -450,27 +457,30 @@ func (c *Cluster) newNode(ip, name string) (*Node, error) {
 func (n *Node) startProxies() error {
 	n.proxies = map[target.Port]*toxiproxy.Proxy{}
 
-	ports := map[target.Port][2]int{
-		target.PortTalosAPI:   {apiPort, backendAPIPort},
-		target.PortEtcdClient: {etcdClientPort, backendClient},
-		target.PortEtcdPeer:   {etcdPeerPort, backendPeerPort},
+	type route struct{ listen, upstream string }
+
+	at := func(host string, port int) string { return net.JoinHostPort(host, strconv.Itoa(port)) }
+
+	routes := map[target.Port]route{
+		target.PortTalosAPI:   {at(n.ip, apiPort), at(n.ip, backendAPIPort)},
+		target.PortEtcdClient: {at(n.ip, etcdClientPort), at(n.ip, backendClient)},
+		target.PortEtcdPeer:   {at(n.ip, etcdPeerPort), at(n.peerBackendHost(), backendPeerPort)},
 	}
 	if n.kubeEnabled() {
-		ports[portKubeAPIServer] = [2]int{kubePort, kubePort}
+		routes[portKubeAPIServer] = route{at(n.ip, kubePort), at(n.loopbackTwin(), kubePort)}
 	}
 
-	for port, pair := range ports {
-		backend := n.ip
-
-		switch port {
-		case target.PortEtcdPeer:
-			backend = n.peerBackendHost()
-		case portKubeAPIServer:
-			backend = n.loopbackTwin()
+	if n.kubeletEnabled() {
+		u, err := url.Parse(n.c.endpoint)
+		if err != nil {
+			return err
 		}
 
-		p := toxiproxy.NewProxy(n.c.toxi, n.name+"-"+string(port),
-			fmt.Sprintf("%s:%d", n.ip, pair[0]), fmt.Sprintf("%s:%d", backend, pair[1]))
+		routes[portKubePrism] = route{at(n.loopbackTwin(), kubePrismPort), u.Host}
+	}
+
+	for port, r := range routes {
+		p := toxiproxy.NewProxy(n.c.toxi, n.name+"-"+string(port), r.listen, r.upstream)
 		if err := p.Start(); err != nil {
 			return fmt.Errorf("proxy %s: %w", port, err)
 		}
@@ -601,7 +611,7 @@ func (c *Cluster) Close() error {
 			}
 		}
 
-		if c.kubeAPIServer != "" && c.claim != nil {
+		if c.kube.Hyperkube != "" && c.claim != nil {
 			removeHostAddrs(c.block)
 		}
 

@@ -55,61 +55,90 @@ func (n *Node) loopbackTwin() string {
 }
 
 // Kubernetes reports whether the cluster runs Kubernetes (cluster.kubernetes).
-func (c *Cluster) Kubernetes() bool { return c.kubeAPIServer != "" }
+func (c *Cluster) Kubernetes() bool { return c.kube.Hyperkube != "" }
 
-// kubeEnabled reports whether the node runs an API server.
+// kubeEnabled reports whether the node runs the control plane's static pods.
 func (n *Node) kubeEnabled() bool {
-	return n.c.kubeAPIServer != "" && n.role == target.ControlPlane && !n.c.single
+	return n.c.kube.Hyperkube != "" && n.role == target.ControlPlane && !n.c.single
 }
 
 // apiPorts are the ports isolation and a paused node blackhole for the engine.
 func (n *Node) apiPorts() []target.Port {
-	if _, ok := n.proxies[portKubeAPIServer]; ok {
-		return []target.Port{target.PortTalosAPI, portKubeAPIServer}
+	ports := []target.Port{target.PortTalosAPI}
+
+	for _, p := range []target.Port{portKubeAPIServer, portKubePrism} {
+		if _, ok := n.proxies[p]; ok {
+			ports = append(ports, p)
+		}
 	}
 
-	return []target.Port{target.PortTalosAPI}
+	return ports
 }
 
-// runAPIServerPod is the kubelet running the kube-apiserver static pod until
-// ctx ends (the kubelet stops, the node goes down): the pod's files are
-// rendered from the applied config when the kubelet starts it, as Talos's
-// controllers have them ready, and the server is restarted whenever it
-// exits, after kubelet's back-off.
-func (n *Node) runAPIServerPod(ctx context.Context) {
-	backoff := kubeBackoffInitial
-
-	logf, err := os.OpenFile(filepath.Join(n.dir, "kube-apiserver.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+// runStaticPod is the kubelet running one static pod until ctx ends (the
+// kubelet stops, the node goes down): the pod's files are rendered from the
+// applied config when the kubelet starts it, as Talos's controllers have
+// them ready, and its process is restarted whenever it exits, after
+// kubelet's back-off. What it does is told to k, which posts the pod's
+// mirror and status.
+func (n *Node) runStaticPod(ctx context.Context, k *kubelet, component string, render func(kubecp.Node) (*kubecp.Pod, error)) {
+	logf, err := os.OpenFile(filepath.Join(n.dir, component+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
-		n.machined.Printf("kube-apiserver: %v", err)
+		n.machined.Printf("%s: %v", component, err)
 
 		return
 	}
 	defer logf.Close() //nolint:errcheck
 
-	pod, err := kubecp.RenderAPIServer(kubecp.Node{
+	pod, err := render(n.kubeNode(component))
+	if err != nil {
+		fmt.Fprintf(logf, "talchaos: %s static pod: %v\n", component, err) //nolint:errcheck
+
+		return
+	}
+
+	k.podDefined(component)
+	defer k.podGone(component)
+
+	restart(ctx, kubeBackoffInitial, kubeBackoffMax, func() {
+		err := n.runProcess(ctx, n.c.kube.Hyperkube, append([]string{component}, pod.Args...), nil, logf, func(pctx context.Context) {
+			k.podStarted(component)
+			n.probe(pctx, k, component)
+		})
+		k.podExited(component)
+
+		if err != nil && ctx.Err() == nil {
+			fmt.Fprintf(logf, "talchaos: %s exited: %v\n", component, err) //nolint:errcheck
+		}
+	})
+}
+
+// kubeNode is what the node's Kubernetes components are rendered from; dir
+// names the component's own directory.
+func (n *Node) kubeNode(dir string) kubecp.Node {
+	return kubecp.Node{
 		Config:     n.Config(),
 		Hostname:   n.name,
 		Address:    n.ip,
 		Bind:       n.loopbackTwin(),
 		EtcdServer: fmt.Sprintf("https://%s:%d", n.ip, backendClient),
-		Dir:        filepath.Join(n.dir, "kube-apiserver"),
-	})
-	if err != nil {
-		fmt.Fprintf(logf, "talchaos: kube-apiserver static pod: %v\n", err) //nolint:errcheck
-
-		return
+		Dir:        filepath.Join(n.dir, dir),
 	}
+}
+
+// restart runs f until ctx ends, waiting after each run as kubelet's
+// container back-off does: from initial doubling to max, forgotten once a
+// run lasted twice the maximum.
+func restart(ctx context.Context, initial, maximum time.Duration, f func()) {
+	backoff := initial
 
 	for ctx.Err() == nil {
 		started := time.Now()
 
-		if err := n.runAPIServer(ctx, pod, logf); err != nil && ctx.Err() == nil {
-			fmt.Fprintf(logf, "talchaos: kube-apiserver exited: %v\n", err) //nolint:errcheck
-		}
+		f()
 
-		if time.Since(started) > 2*kubeBackoffMax {
-			backoff = kubeBackoffInitial
+		if time.Since(started) > 2*maximum {
+			backoff = initial
 		}
 
 		select {
@@ -118,22 +147,30 @@ func (n *Node) runAPIServerPod(ctx context.Context) {
 		case <-time.After(backoff):
 		}
 
-		backoff = min(2*backoff, kubeBackoffMax)
+		backoff = min(2*backoff, maximum)
 	}
 }
 
-// runAPIServer runs the pod's server once, until it exits or ctx ends: a
-// clean stop sends SIGTERM (the server removes its own endpoint lease) and
-// waits the grace period; a power cut kills it.
-func (n *Node) runAPIServer(ctx context.Context, pod *kubecp.Pod, out io.Writer) error {
-	cmd := exec.Command(n.c.kubeAPIServer, pod.Args...) //nolint:gosec // our own binary and rendered flags
-	cmd.Env = append(os.Environ(), scratch.Env())
+// runProcess runs a program of the node's once, until it exits or ctx ends:
+// a clean stop sends SIGTERM and waits the grace period; a power cut kills
+// it. While it runs, running (when set) is called with a context that ends
+// when it does.
+func (n *Node) runProcess(ctx context.Context, path string, args, env []string, out io.Writer, running func(context.Context)) error {
+	cmd := exec.Command(path, args...) //nolint:gosec // our own binaries and rendered flags
+	cmd.Env = append(append(os.Environ(), scratch.Env()), env...)
 	cmd.Stdout, cmd.Stderr = out, out
 	childproc.Prepare(cmd)
 
 	startedCh, waited := childproc.StartLocked(cmd)
 	if err := <-startedCh; err != nil {
 		return err
+	}
+
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	if running != nil {
+		go running(pctx)
 	}
 
 	select {

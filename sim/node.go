@@ -682,8 +682,8 @@ func (n *Node) runKubelet(ctx context.Context, svc *service) {
 	svc.update(stateRunning, "Started task kubelet (PID %d) for container kubelet", pid)
 	svc.initHealth()
 
-	if n.kubeEnabled() {
-		n.goBoot(func() { n.runAPIServerPod(ctx) })
+	if n.kubeletEnabled() {
+		n.goBoot(func() { n.runKubernetes(ctx) })
 	}
 
 	if n.sleep(ctx, n.c.clock.Wall(n.c.profile.HealthInitialDelay)) {
@@ -936,7 +936,7 @@ func (n *Node) peerBackendHost() string {
 	switch {
 	case n.c.single:
 		return "127.0.0.1"
-	case n.c.kubeAPIServer != "":
+	case n.c.kube.Hyperkube != "":
 		return n.loopbackTwin()
 	}
 

@@ -23,29 +23,39 @@ import (
 // allowedTimeSkew backdates the admin certificate (pkg/kubeconfig).
 const allowedTimeSkew = 10 * time.Second
 
-// GenerateAdmin is Talos's pkg/kubeconfig GenerateAdmin and Generate (in the
-// talos module proper, which talchaos does not import: its go.mod replaces
-// modules, and a replace acts only in the main module), on the same
-// libraries: siderolabs/crypto for the certificate, client-go's clientcmd for
-// the file.
-func GenerateAdmin(cluster config.ClusterConfig, out io.Writer) error {
-	acceptedCAs := cluster.AcceptedCAs()
-	if cluster.IssuingCA() != nil {
-		acceptedCAs = append(acceptedCAs, &x509.PEMEncodedCertificate{Crt: cluster.IssuingCA().Crt})
-	}
+// GenerateInput is pkg/kubeconfig's: one client certificate's kubeconfig.
+type GenerateInput struct {
+	ClusterName string
 
-	k8sCA, err := x509.NewCertificateAuthorityFromCertificateAndKey(cluster.IssuingCA())
+	IssuingCA           *x509.PEMEncodedCertificateAndKey
+	AcceptedCAs         []*x509.PEMEncodedCertificate
+	CertificateLifetime time.Duration
+
+	CommonName   string
+	Organization string
+
+	Endpoint    string
+	Username    string
+	ContextName string
+}
+
+// Generate is Talos's pkg/kubeconfig Generate (in the talos module proper,
+// which talchaos does not import: its go.mod replaces modules, and a replace
+// acts only in the main module), on the same libraries: siderolabs/crypto for
+// the certificate, client-go's clientcmd for the file. The simulated control
+// plane's components get theirs from it as Talos's secrets controller makes
+// them (KubernetesController.updateSecrets).
+func Generate(in *GenerateInput, out io.Writer) error {
+	k8sCA, err := x509.NewCertificateAuthorityFromCertificateAndKey(in.IssuingCA)
 	if err != nil {
 		return fmt.Errorf("error getting Kubernetes CA: %w", err)
 	}
 
-	admin := cluster.AdminKubeconfig()
-
 	clientCert, err := x509.NewKeyPair(k8sCA,
-		x509.CommonName(admin.CommonName()),
-		x509.Organization(admin.CertOrganization()),
+		x509.CommonName(in.CommonName),
+		x509.Organization(in.Organization),
 		x509.NotBefore(time.Now().Add(-allowedTimeSkew)),
-		x509.NotAfter(time.Now().Add(admin.CertLifetime())),
+		x509.NotAfter(time.Now().Add(in.CertificateLifetime)),
 		x509.KeyUsage(stdlibx509.KeyUsageDigitalSignature|stdlibx509.KeyUsageKeyEncipherment),
 		x509.ExtKeyUsage([]stdlibx509.ExtKeyUsage{stdlibx509.ExtKeyUsageClientAuth}),
 	)
@@ -56,27 +66,23 @@ func GenerateAdmin(cluster config.ClusterConfig, out io.Writer) error {
 	clientCertPEM := x509.NewCertificateAndKeyFromKeyPair(clientCert)
 
 	var serverCAs []byte
-	for _, ca := range acceptedCAs {
+	for _, ca := range in.AcceptedCAs {
 		serverCAs = append(serverCAs, ca.Crt...)
 	}
-
-	const user, contextName = "admin", "admin"
-
-	name := cluster.Name()
 
 	marshaled, err := clientcmd.Write(clientcmdapi.Config{
 		APIVersion: "v1",
 		Kind:       "Config",
 		Clusters: map[string]*clientcmdapi.Cluster{
-			name: {Server: cluster.Endpoint().String(), CertificateAuthorityData: serverCAs},
+			in.ClusterName: {Server: in.Endpoint, CertificateAuthorityData: serverCAs},
 		},
 		AuthInfos: map[string]*clientcmdapi.AuthInfo{
-			user + "@" + name: {ClientCertificateData: clientCertPEM.Crt, ClientKeyData: clientCertPEM.Key},
+			in.Username + "@" + in.ClusterName: {ClientCertificateData: clientCertPEM.Crt, ClientKeyData: clientCertPEM.Key},
 		},
 		Contexts: map[string]*clientcmdapi.Context{
-			contextName + "@" + name: {Cluster: name, Namespace: "default", AuthInfo: user + "@" + name},
+			in.ContextName + "@" + in.ClusterName: {Cluster: in.ClusterName, Namespace: "default", AuthInfo: in.Username + "@" + in.ClusterName},
 		},
-		CurrentContext: contextName + "@" + name,
+		CurrentContext: in.ContextName + "@" + in.ClusterName,
 	})
 	if err != nil {
 		return err
@@ -85,6 +91,35 @@ func GenerateAdmin(cluster config.ClusterConfig, out io.Writer) error {
 	_, err = out.Write(marshaled)
 
 	return err
+}
+
+// AcceptedCAs are the CAs a cluster's kubeconfigs trust: the config's
+// accepted CAs and its issuing CA (KubernetesRootSpec.AcceptedCAs).
+func AcceptedCAs(cluster config.ClusterConfig) []*x509.PEMEncodedCertificate {
+	acceptedCAs := cluster.AcceptedCAs()
+	if cluster.IssuingCA() != nil {
+		acceptedCAs = append(acceptedCAs, &x509.PEMEncodedCertificate{Crt: cluster.IssuingCA().Crt})
+	}
+
+	return acceptedCAs
+}
+
+// GenerateAdmin is Talos's pkg/kubeconfig GenerateAdmin: the admin
+// kubeconfig for the cluster's endpoint.
+func GenerateAdmin(cluster config.ClusterConfig, out io.Writer) error {
+	admin := cluster.AdminKubeconfig()
+
+	return Generate(&GenerateInput{
+		ClusterName:         cluster.Name(),
+		IssuingCA:           cluster.IssuingCA(),
+		AcceptedCAs:         AcceptedCAs(cluster),
+		CertificateLifetime: admin.CertLifetime(),
+		CommonName:          admin.CommonName(),
+		Organization:        admin.CertOrganization(),
+		Endpoint:            cluster.Endpoint().String(),
+		Username:            "admin",
+		ContextName:         "admin",
+	}, out)
 }
 
 // Admin is GenerateAdmin into a byte slice.

@@ -1,12 +1,15 @@
-// Package kubecp is a simulated control plane's Kubernetes: the real
-// kube-apiserver, given the files and flags Talos v1.12.6 renders for its
-// static pod (internal/app/machined/pkg/controllers/k8s/control_plane_static_pod.go,
+// Package kubecp is a simulated cluster's Kubernetes: the real control plane
+// (kube-apiserver, kube-controller-manager, kube-scheduler), given the files
+// and flags Talos v1.12.6 renders for its static pods
+// (internal/app/machined/pkg/controllers/k8s/control_plane_static_pod.go,
 // render_secrets_static_pod.go, render_config_static_pods.go and the secrets
-// controllers), and found on disk where `make kube` builds it.
+// controllers), KWOK's controller as each node's kubelet, and where `make
+// kube` builds them.
 //
-// The binary is built from k8s.io/kubernetes in its own module (kube/apiserver
-// in the talchaos checkout): k8s.io/kubernetes needs a replace line per staging
-// module, which must stay out of talchaos's main module.
+// The control plane is one binary (hyperkube) built from k8s.io/kubernetes in
+// its own module (kube/hyperkube in the talchaos checkout): k8s.io/kubernetes
+// needs a replace line per staging module, which must stay out of talchaos's
+// main module. KWOK is built from its own module (kube/kwok).
 package kubecp
 
 import (
@@ -19,13 +22,29 @@ import (
 )
 
 // Version is the Kubernetes release the simulated control plane runs: the
-// k8s.io/kubernetes version kube/apiserver/go.mod requires (a test keeps
+// k8s.io/kubernetes version kube/hyperkube/go.mod requires (a test keeps
 // them equal). Talos v1.12.6 ships 1.35.2 by default; the module proxy serves
-// 1.35.1 whole (see kube/apiserver/go.mod).
+// 1.35.1 whole (see kube/hyperkube/go.mod).
 const Version = "v1.35.1"
 
-// APIServerBinary is the kube-apiserver program's file name.
-const APIServerBinary = "kube-apiserver"
+// KwokVersion is the sigs.k8s.io/kwok release kube/kwok builds (a test keeps
+// them equal).
+const KwokVersion = "v0.7.0"
+
+// The binaries' file names.
+const (
+	HyperkubeBinary = "hyperkube"
+	KwokBinary      = "kwok"
+)
+
+// Binaries are the programs a Kubernetes-enabled cluster runs.
+type Binaries struct {
+	// Hyperkube runs the control plane's components: its first argument
+	// is kube-apiserver, kube-controller-manager or kube-scheduler.
+	Hyperkube string
+	// Kwok is the simulated kubelet.
+	Kwok string
+}
 
 // EnvDir names the directory holding the Kubernetes binaries, before any
 // other place is looked at.
@@ -34,26 +53,27 @@ const EnvDir = "TALCHAOS_KUBE_DIR"
 // BuildCommand is what builds the binaries, for error messages.
 const BuildCommand = "make kube (in the talchaos checkout)"
 
-// CacheDir is where `make kube` puts the binaries of Version:
-// $XDG_CACHE_HOME/talchaos/kube/<Version> (~/.cache/... by default).
+// CacheDir is where `make kube` puts the binaries:
+// $XDG_CACHE_HOME/talchaos/kube/<Version>-kwok-<KwokVersion> (~/.cache/...
+// by default).
 func CacheDir() (string, error) {
 	base, err := os.UserCacheDir()
 	if err != nil {
 		return "", err
 	}
 
-	return filepath.Join(base, "talchaos", "kube", Version), nil
+	return filepath.Join(base, "talchaos", "kube", Version+"-kwok-"+KwokVersion), nil
 }
 
 // ErrNotFound is returned (wrapped) when the binaries are in none of the
 // places looked at.
 var ErrNotFound = errors.New("kubernetes binaries not found")
 
-// Locate finds kube-apiserver: in dir when it is set (a flag), else in
-// $TALCHAOS_KUBE_DIR when that is set, else beside the running executable,
-// else in CacheDir. The error names every place looked at and the command
-// that builds the binaries.
-func Locate(dir string) (string, error) {
+// Locate finds the binaries, both in one place: in dir when it is set (a
+// flag), else in $TALCHAOS_KUBE_DIR when that is set, else beside the
+// running executable, else in CacheDir. The error names every place looked
+// at and the command that builds the binaries.
+func Locate(dir string) (Binaries, error) {
 	var places []string
 
 	switch {
@@ -72,18 +92,32 @@ func Locate(dir string) (string, error) {
 	}
 
 	for _, p := range places {
-		path := filepath.Join(p, APIServerBinary)
-
-		fi, err := os.Stat(path)
-		if err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
-			return path, nil
+		hyperkube, err := executable(filepath.Join(p, HyperkubeBinary))
+		if err != nil {
+			return Binaries{}, err
 		}
 
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return "", fmt.Errorf("%s: %w", path, err)
+		kwok, err := executable(filepath.Join(p, KwokBinary))
+		if err != nil {
+			return Binaries{}, err
+		}
+
+		if hyperkube && kwok {
+			return Binaries{Hyperkube: filepath.Join(p, HyperkubeBinary), Kwok: filepath.Join(p, KwokBinary)}, nil
 		}
 	}
 
-	return "", fmt.Errorf("%w: %s %s is in none of %s; build it with %s",
-		ErrNotFound, APIServerBinary, Version, strings.Join(places, ", "), BuildCommand)
+	return Binaries{}, fmt.Errorf("%w: %s %s and %s %s are in none of %s; build them with %s",
+		ErrNotFound, HyperkubeBinary, Version, KwokBinary, KwokVersion, strings.Join(places, ", "), BuildCommand)
+}
+
+// executable reports whether path is an executable file; an error other
+// than its absence is returned.
+func executable(path string) (bool, error) {
+	fi, err := os.Stat(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return false, fmt.Errorf("%s: %w", path, err)
+	}
+
+	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0, nil
 }

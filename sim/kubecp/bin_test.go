@@ -11,20 +11,25 @@ import (
 	"github.com/talchaos/talchaos/sim/kubecp"
 )
 
-// The version talchaos looks for is the one kube/apiserver builds.
-func TestVersionIsTheBuiltOne(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("..", "..", "kube", "apiserver", "go.mod"))
-	if err != nil {
-		t.Fatal(err)
-	}
+// The versions talchaos looks for are the ones kube/hyperkube and kube/kwok build.
+func TestVersionsAreTheBuiltOnes(t *testing.T) {
+	for _, c := range []struct{ module, requires, want string }{
+		{"hyperkube", "k8s.io/kubernetes", kubecp.Version},
+		{"kwok", "sigs.k8s.io/kwok", kubecp.KwokVersion},
+	} {
+		data, err := os.ReadFile(filepath.Join("..", "..", "kube", c.module, "go.mod"))
+		if err != nil {
+			t.Fatal(err)
+		}
 
-	m := regexp.MustCompile(`(?m)^\tk8s.io/kubernetes (v[0-9.]+)$`).FindSubmatch(data)
-	if m == nil {
-		t.Fatal("kube/apiserver/go.mod requires no k8s.io/kubernetes")
-	}
+		m := regexp.MustCompile(`(?m)^\t` + regexp.QuoteMeta(c.requires) + ` (v[0-9.]+)$`).FindSubmatch(data)
+		if m == nil {
+			t.Fatalf("kube/%s/go.mod requires no %s", c.module, c.requires)
+		}
 
-	if string(m[1]) != kubecp.Version {
-		t.Errorf("kube/apiserver builds %s, talchaos looks for %s", m[1], kubecp.Version)
+		if string(m[1]) != c.want {
+			t.Errorf("kube/%s builds %s %s, talchaos looks for %s", c.module, c.requires, m[1], c.want)
+		}
 	}
 }
 
@@ -36,26 +41,37 @@ func TestLocate(t *testing.T) {
 		t.Errorf("missing: %v, want ErrNotFound naming %s and make kube", err, dir)
 	}
 
-	bin := filepath.Join(dir, kubecp.APIServerBinary)
-	if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o600); err != nil {
-		t.Fatal(err)
+	want := kubecp.Binaries{Hyperkube: filepath.Join(dir, kubecp.HyperkubeBinary), Kwok: filepath.Join(dir, kubecp.KwokBinary)}
+
+	for _, bin := range []string{want.Hyperkube, want.Kwok} {
+		if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	if _, err := kubecp.Locate(dir); !errors.Is(err, kubecp.ErrNotFound) {
 		t.Errorf("not executable: %v, want ErrNotFound", err)
 	}
 
-	if err := os.Chmod(bin, 0o700); err != nil {
+	if err := os.Chmod(want.Hyperkube, 0o700); err != nil {
 		t.Fatal(err)
 	}
 
-	if got, err := kubecp.Locate(dir); err != nil || got != bin {
-		t.Errorf("Locate = %q, %v; want %s", got, err, bin)
+	if _, err := kubecp.Locate(dir); !errors.Is(err, kubecp.ErrNotFound) {
+		t.Errorf("kwok not executable: %v, want ErrNotFound", err)
+	}
+
+	if err := os.Chmod(want.Kwok, 0o700); err != nil {
+		t.Fatal(err)
+	}
+
+	if got, err := kubecp.Locate(dir); err != nil || got != want {
+		t.Errorf("Locate = %+v, %v; want %+v", got, err, want)
 	}
 
 	t.Setenv(kubecp.EnvDir, dir)
 
-	if got, err := kubecp.Locate(""); err != nil || got != bin {
-		t.Errorf("from $%s: %q, %v; want %s", kubecp.EnvDir, got, err, bin)
+	if got, err := kubecp.Locate(""); err != nil || got != want {
+		t.Errorf("from $%s: %+v, %v; want %+v", kubecp.EnvDir, got, err, want)
 	}
 }

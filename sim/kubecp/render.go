@@ -45,8 +45,11 @@ type Node struct {
 	Dir string
 }
 
-// Pod is a rendered kube-apiserver static pod.
+// Pod is a rendered static pod: hyperkube runs Component with Args.
 type Pod struct {
+	// Component is kube-apiserver, kube-controller-manager or kube-scheduler
+	// (the static pod's name and its k8s-app label).
+	Component string
 	// Args are the command's arguments, without the program name.
 	Args []string
 }
@@ -146,10 +149,22 @@ func RenderAPIServer(n Node) (*Pod, error) {
 		args["authorization-config"] = filepath.Join(configs, "authorization-config.yaml")
 	}
 
-	if err := mergeExtraArgs(args, extra); err != nil {
+	if err := mergeExtraArgs(args, extra, apiServerPolicies); err != nil {
 		return nil, err
 	}
 
+	return &Pod{Component: APIServer, Args: flags(args)}, nil
+}
+
+// The static pods' names.
+const (
+	APIServer         = "kube-apiserver"
+	ControllerManager = "kube-controller-manager"
+	Scheduler         = "kube-scheduler"
+)
+
+// flags are args as argsbuilder prints them: sorted by name.
+func flags(args map[string]string) []string {
 	keys := slices.Sorted(maps.Keys(args))
 	out := make([]string, 0, len(keys))
 
@@ -157,7 +172,7 @@ func RenderAPIServer(n Node) (*Pod, error) {
 		out = append(out, fmt.Sprintf("--%s=%s", k, args[k]))
 	}
 
-	return &Pod{Args: out}, nil
+	return out
 }
 
 const tlsCipherSuites = "TLS_AES_128_GCM_SHA256,TLS_AES_256_GCM_SHA384,TLS_CHACHA20_POLY1305_SHA256," +
@@ -165,29 +180,34 @@ const tlsCipherSuites = "TLS_AES_128_GCM_SHA256,TLS_AES_256_GCM_SHA384,TLS_CHACH
 	"TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384," +
 	"TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305,TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256"
 
-// Talos's merge policies for the API server's extra args (manageAPIServer):
-// these add to Talos's values, and these may not be set at all.
-var (
-	additiveArgs = []string{"enable-admission-plugins", "feature-gates", "authorization-mode", "tls-cipher-suites"}
-	deniedArgs   = []string{
+// mergePolicies are a static pod's argsbuilder.MergePolicies: extra args
+// that add to Talos's values, and extra args that may not be set at all.
+type mergePolicies struct {
+	additive, denied []string
+}
+
+// apiServerPolicies are manageAPIServer's.
+var apiServerPolicies = mergePolicies{
+	additive: []string{"enable-admission-plugins", "feature-gates", "authorization-mode", "tls-cipher-suites"},
+	denied: []string{
 		"etcd-servers", "client-ca-file", "requestheader-client-ca-file", "proxy-client-cert-file",
 		"proxy-client-key-file", "encryption-provider-config", "etcd-cafile", "etcd-certfile", "etcd-keyfile",
 		"kubelet-client-certificate", "kubelet-client-key", "service-account-key-file",
 		"service-account-signing-key-file", "tls-cert-file", "tls-private-key-file", "authorization-config",
-	}
-)
+	},
+}
 
-// mergeExtraArgs is pkg/argsbuilder's Merge with manageAPIServer's policies
+// mergeExtraArgs is pkg/argsbuilder's Merge with a static pod's policies
 // (hand-rolled: argsbuilder lives in the Talos module, not the machinery).
 // Its error text is argsbuilder's DenyListError.
-func mergeExtraArgs(args map[string]string, extra map[string][]string) error {
+func mergeExtraArgs(args map[string]string, extra map[string][]string, policies mergePolicies) error {
 	for _, key := range slices.Sorted(maps.Keys(extra)) {
 		val := strings.Join(extra[key], ",")
 
 		switch {
-		case slices.Contains(deniedArgs, key):
+		case slices.Contains(policies.denied, key):
 			return fmt.Errorf("extra arg %q is not allowed", key)
-		case slices.Contains(additiveArgs, key):
+		case slices.Contains(policies.additive, key):
 			have := []string{}
 
 			for v := range strings.SplitSeq(args[key], ",") {
@@ -462,9 +482,13 @@ func writeConfigs(cfg config.Provider, dir string) error {
 }
 
 func writeFiles(dir string, files map[string][]byte) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+
 	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
-			return fmt.Errorf("error writing %q for %q: %w", name, "kube-apiserver", err)
+			return fmt.Errorf("error writing %q: %w", filepath.Join(filepath.Base(dir), name), err)
 		}
 	}
 
