@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/talchaos/talchaos/harness/chaos"
 	"github.com/talchaos/talchaos/harness/kubeclient"
+	"github.com/talchaos/talchaos/harness/scenario"
 	"github.com/talchaos/talchaos/sim"
 	"github.com/talchaos/talchaos/sim/simtest"
 )
@@ -143,4 +145,81 @@ func TestKubernetesEndpointsFollowTheControlPlanes(t *testing.T) {
 			return
 		}
 	}
+}
+
+// Every node's kubelet registers its Node and keeps it Ready; a node cut off
+// (its KubePrism, the kubelet's way to the API servers, with it) stops
+// renewing its lease, and the real kube-controller-manager marks it NotReady
+// once the grace period has passed (node-monitor-grace-period, shortened by
+// the config's extra args as an operator would); healed, KWOK posts Ready
+// again.
+func TestKubernetesNodesFollowTheirKubelets(t *testing.T) {
+	needKube(t)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+
+	sc := newScenario(1)
+	sc.Cluster.Workers = 1
+	sc.Cluster.Kubernetes = true
+	sc.Cluster.ConfigPatches = []scenario.ConfigPatch{{Patch: "cluster:\n  controllerManager:\n    extraArgs:\n      node-monitor-grace-period: 15s\n"}}
+
+	c := simtest.FromScenario(t, sc, 1)
+	nodes := c.Nodes()
+
+	for _, n := range nodes {
+		apply(t, ctx, n)
+	}
+
+	cl := secure(t, ctx, c, nodes[0])
+	eventually(t, 30*time.Second, func() error { return cl.Bootstrap(ctx, &machine.BootstrapRequest{}) })
+
+	var kubeconfig []byte
+
+	eventually(t, 30*time.Second, func() (err error) { kubeconfig, err = cl.Kubeconfig(ctx); return err })
+
+	kube, err := kubeclient.New(kubeconfig, kubeclient.Options{Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kube.Close()
+
+	ready := func(want map[string]corev1.ConditionStatus) func() error {
+		return func() error {
+			list, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return err
+			}
+
+			got := map[string]corev1.ConditionStatus{}
+
+			for _, n := range list.Items {
+				for _, cond := range n.Status.Conditions {
+					if cond.Type == corev1.NodeReady {
+						got[n.Name] = cond.Status
+					}
+				}
+			}
+
+			if !maps.Equal(got, want) {
+				return fmt.Errorf("Ready conditions %v, want %v", got, want)
+			}
+
+			return nil
+		}
+	}
+
+	eventually(t, 2*time.Minute, ready(map[string]corev1.ConditionStatus{"cp1": corev1.ConditionTrue, "w1": corev1.ConditionTrue}))
+
+	cut := time.Now()
+	heal := inject(t, ctx, c, chaos.Isolate{Node: "w1"})
+
+	eventually(t, 90*time.Second, ready(map[string]corev1.ConditionStatus{"cp1": corev1.ConditionTrue, "w1": corev1.ConditionUnknown}))
+	t.Logf("w1 NotReady %s after it was cut off", time.Since(cut).Round(time.Second))
+
+	if err := heal(); err != nil {
+		t.Fatal(err)
+	}
+
+	eventually(t, 90*time.Second, ready(map[string]corev1.ConditionStatus{"cp1": corev1.ConditionTrue, "w1": corev1.ConditionTrue}))
 }

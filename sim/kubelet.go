@@ -151,13 +151,15 @@ func (p *staticPod) status(component, ip string) *corev1.PodStatus {
 		return corev1.PodCondition{Type: t, Status: s}
 	}
 
+	started := p.running // a copy: the status outlives the lock
+
 	cs := corev1.ContainerStatus{
-		Name: component, Ready: p.ready, RestartCount: p.restarts, Started: &p.running,
+		Name: component, Ready: p.ready, RestartCount: p.restarts, Started: &started,
 		Image: "registry.k8s.io/" + component + ":" + kubecp.Version,
 	}
 
 	if p.lastExit != nil {
-		cs.LastTerminationState.Terminated = p.lastExit
+		cs.LastTerminationState.Terminated = p.lastExit.DeepCopy()
 	}
 
 	if p.running {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"regexp"
+	"slices"
 	"strings"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -148,7 +149,8 @@ func sameAPIServer(a, b *APIServer) bool {
 	}
 
 	return a.Ready == b.Ready && sameText(a.Error, b.Error) && (a.Endpoints == nil) == (b.Endpoints == nil) &&
-		strings.Join(a.Endpoints, ",") == strings.Join(b.Endpoints, ",")
+		strings.Join(a.Endpoints, ",") == strings.Join(b.Endpoints, ",") &&
+		(a.Nodes == nil) == (b.Nodes == nil) && slices.Equal(a.Nodes, b.Nodes)
 }
 
 func sameService(a, b *Service) bool {

@@ -92,6 +92,52 @@ type APIServer struct {
 	// Endpoints are the addresses of the default/kubernetes endpoints as
 	// this server lists them; nil when it could not list them.
 	Endpoints []string `json:"endpoints,omitempty"`
+	// Nodes are the cluster's Kubernetes Nodes as this server lists them
+	// (`kubectl get nodes`); nil when it could not list them.
+	Nodes []KubeNode `json:"nodes,omitempty"`
+}
+
+// KubeNode is one Kubernetes Node as `kubectl get nodes` shows it: its
+// name, its internal address, and its Ready condition.
+type KubeNode struct {
+	Name    string `json:"name"`
+	Address string `json:"address,omitempty"`
+	Ready   bool   `json:"ready"`
+	// Reason and Message are the Ready condition's, e.g. NodeStatusUnknown
+	// "Kubelet stopped posting node status." once the node lifecycle
+	// controller gave up on a kubelet.
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
+// KubernetesNodes are the Nodes as the first control plane whose API server
+// is ready lists them; ok is false when none is.
+func (o *Observation) KubernetesNodes() (nodes []KubeNode, ok bool) {
+	for _, n := range o.Ordered() {
+		if n.APIServer != nil && n.APIServer.Ready && n.APIServer.Nodes != nil {
+			return n.APIServer.Nodes, true
+		}
+	}
+
+	return nil, false
+}
+
+// KubeNodeOf is node n's Kubernetes Node among nodes: the one with its
+// address, else its name.
+func KubeNodeOf(nodes []KubeNode, n *NodeObservation) (KubeNode, bool) {
+	for _, k := range nodes {
+		if k.Address != "" && k.Address == n.Address {
+			return k, true
+		}
+	}
+
+	for _, k := range nodes {
+		if k.Name == n.Name {
+			return k, true
+		}
+	}
+
+	return KubeNode{}, false
 }
 
 // KubernetesEndpoints is the kubernetes endpoints as the first control plane

@@ -110,6 +110,15 @@ func Checks(exp scenario.Expect, out result.Outcome, diags []result.Diagnosis, c
 		add("kubernetesEndpoints", fmt.Sprint(*exp.KubernetesEndpoints), actual)
 	}
 
+	if exp.NodesReady != nil {
+		actual := "no Kubernetes"
+		if out.NodesReady != nil {
+			actual = fmt.Sprint(*out.NodesReady)
+		}
+
+		add("nodesReady", fmt.Sprint(*exp.NodesReady), actual)
+	}
+
 	if exp.NodesInMaintenance != nil {
 		want := slices.Sorted(slices.Values(exp.NodesInMaintenance))
 		got := slices.Sorted(slices.Values(out.NodesInMaintenance))

@@ -37,6 +37,23 @@ func Converged(o *history.Observation) bool {
 }
 
 // OutcomeOf summarises an observation (the final one) for the report.
+// KubeNodeState is a node's Kubernetes Node as `kubectl get nodes` shows
+// it: Ready, NotReady with the Ready condition's reason, or not registered.
+func KubeNodeState(nodes []history.KubeNode, n *history.NodeObservation) string {
+	k, ok := history.KubeNodeOf(nodes, n)
+
+	switch {
+	case !ok:
+		return "not registered"
+	case k.Ready:
+		return "Ready"
+	case k.Reason != "":
+		return "NotReady (" + k.Reason + ")"
+	}
+
+	return "NotReady"
+}
+
 func OutcomeOf(o *history.Observation) result.Outcome {
 	main := o.Main()
 
@@ -57,8 +74,17 @@ func OutcomeOf(o *history.Observation) result.Outcome {
 	}
 
 	endpoints, _ := o.KubernetesEndpoints()
+	kubeNodes, listed := o.KubernetesNodes()
+
 	if o.Kubernetes() {
 		out.KubernetesEndpoints = new(len(endpoints))
+		out.NodesReady = new(0)
+
+		for _, k := range kubeNodes {
+			if k.Ready {
+				*out.NodesReady++
+			}
+		}
 	}
 
 	for _, n := range o.Ordered() {
@@ -94,6 +120,10 @@ func OutcomeOf(o *history.Observation) result.Outcome {
 			}
 
 			no.InService = slices.Contains(endpoints, n.Address)
+		}
+
+		if listed {
+			no.KubeNode = KubeNodeState(kubeNodes, n)
 		}
 
 		out.Nodes = append(out.Nodes, no)

@@ -118,6 +118,9 @@ type Outcome struct {
 	// KubernetesEndpoints is how many addresses the kubernetes endpoints
 	// list at the end (runs with Kubernetes; 0 when no API server was ready).
 	KubernetesEndpoints *int `json:"kubernetesEndpoints,omitempty"`
+	// NodesReady is how many Kubernetes Nodes are Ready at the end (runs
+	// with Kubernetes; 0 when no API server was ready to list them).
+	NodesReady *int `json:"nodesReady,omitempty"`
 }
 
 // Promotion is one node's time as a learner. PromotedMs is -1 when it never was.
@@ -151,6 +154,9 @@ type NodeOutcome struct {
 	// not); InService: its address is in the kubernetes endpoints.
 	APIServer string `json:"apiServer,omitempty"`
 	InService bool   `json:"inService,omitempty"`
+	// KubeNode is its Kubernetes Node's readiness as `kubectl get nodes`
+	// shows it: "Ready", "NotReady (reason)", or "not registered".
+	KubeNode string `json:"kubeNode,omitempty"`
 }
 
 // Check is one expectation and whether it held.

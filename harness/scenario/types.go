@@ -195,7 +195,11 @@ type Expect struct {
 	Learners  *int     `yaml:"learners"`
 	// KubernetesEndpoints is how many control planes the kubernetes
 	// endpoints list at the end (cluster.kubernetes).
-	KubernetesEndpoints *int                `yaml:"kubernetesEndpoints"`
+	KubernetesEndpoints *int `yaml:"kubernetesEndpoints"`
+	// NodesReady is how many Kubernetes Nodes are Ready at the end
+	// (cluster.kubernetes): every node, control planes and workers, once
+	// its kubelet has registered and reports.
+	NodesReady *int `yaml:"nodesReady"`
 	NodesInMaintenance  []string            `yaml:"nodesInMaintenance"`
 	Diagnoses           []ExpectedDiagnosis `yaml:"diagnoses"`
 	// NoDiagnoses asserts that none of these codes is produced.

@@ -248,6 +248,16 @@ func (v *validator) expect() {
 		v.errorf("expect.kubernetesEndpoints", "needs cluster.kubernetes: true (without it no API server runs)")
 	}
 
+	switch {
+	case e.NodesReady == nil:
+	case *e.NodesReady < 0:
+		v.errorf("expect.nodesReady", "must not be negative, got %d", *e.NodesReady)
+	case v.nodes != nil && *e.NodesReady > len(v.nodes):
+		v.errorf("expect.nodesReady", "%d is more than the %d nodes", *e.NodesReady, len(v.nodes))
+	case !v.s.Cluster.Kubernetes:
+		v.errorf("expect.nodesReady", "needs cluster.kubernetes: true (without it no kubelet registers a node)")
+	}
+
 	for i, n := range e.NodesInMaintenance {
 		v.node(fmt.Sprintf("expect.nodesInMaintenance[%d]", i), n)
 	}
