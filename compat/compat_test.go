@@ -843,15 +843,17 @@ func TestKubernetesAgainstUp(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	startUp(t, talchaosBin, dir, simTmp, "--bootstrap", "--kubernetes")
+	startUp(t, talchaosBin, dir, simTmp, "--bootstrap", "--kubernetes", "--workers", "1")
 
 	inv := readInventory(t, filepath.Join(dir, "inventory.yaml"))
 
-	var cps []string
+	var cps, workers []string
 
 	for _, n := range inv.Nodes {
 		if n.Role == "controlplane" {
 			cps = append(cps, n.Address)
+		} else {
+			workers = append(workers, n.Address)
 		}
 	}
 
@@ -889,4 +891,39 @@ func TestKubernetesAgainstUp(t *testing.T) {
 
 	o, err := exec.Command(kubectl, "--kubeconfig", kubeconfig, "get", "namespaces", "-o", "name").CombinedOutput()
 	res.check(err == nil && strings.Contains(string(o), "namespace/kube-system"), "kubectl get namespaces").detail(err, string(o))
+
+	// Every node's kubelet registers its Node, and each turns Ready.
+	nodes := len(cps) + len(workers)
+	readyNodes := func() (int, string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), pollAttemptTimeout)
+		defer cancel()
+
+		o, err := exec.CommandContext(ctx, kubectl, "--kubeconfig", kubeconfig, "get", "nodes", "-o",
+			`jsonpath={range .items[*]}{.metadata.name}={.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}`).Output()
+
+		return strings.Count(string(o), "=True"), string(o), err
+	}
+
+	var ready int
+
+	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(time.Second) {
+		ready, out, err = readyNodes()
+		if (err == nil && ready == nodes) || time.Now().After(deadline) {
+			break
+		}
+	}
+
+	res.check(ready == nodes, "kubectl get nodes: all %d nodes Ready", nodes).detail(err, out)
+
+	// talosctl health, client side, as the field's scripts wait on it
+	// (FR-001): Talos's pre-boot checks and its Kubernetes checks (nodes,
+	// static pods, control plane components, kube-proxy, CoreDNS).
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+
+	health := exec.CommandContext(ctx, talosctlBin, "--talosconfig", tc.talosconfig, "-n", cps[0], "health", "--server=false",
+		"--wait-timeout", "5m", "--control-plane-nodes", strings.Join(cps, ","), "--worker-nodes", strings.Join(workers, ","))
+	o, err = health.CombinedOutput()
+	res.check(err == nil && strings.Contains(string(o), "waiting for coredns to report ready: OK"),
+		"talosctl health --server=false (control planes and worker given)").detail(err, string(o))
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/talchaos/talchaos/harness/clock"
 	"github.com/talchaos/talchaos/harness/history"
+	"github.com/talchaos/talchaos/harness/judge"
 	"github.com/talchaos/talchaos/harness/result"
 	"github.com/talchaos/talchaos/harness/target"
 )
@@ -396,23 +397,36 @@ func hasKubernetes(h *history.History) bool {
 	return false
 }
 
-// kubeStateOf is a control plane's API server: in the kubernetes endpoints,
-// ready but not (yet) in them, or not ready.
+// kubeStateOf is a node's Kubernetes lane: a control plane's API server (in
+// the kubernetes endpoints, ready but not (yet) in them, or not ready), a
+// worker's Node (Ready or not); the title says the Node's state as well.
 func kubeStateOf(no *history.NodeObservation, obs *history.Observation) (class, title string) {
+	node := ""
+	if nodes, ok := obs.KubernetesNodes(); ok {
+		node = "; Node " + judge.KubeNodeState(nodes, no)
+	}
+
 	api := no.APIServer
 	if api == nil {
-		return "", ""
+		switch {
+		case node == "":
+			return "", ""
+		case strings.HasSuffix(node, " Ready"):
+			return "kube-node-ready", strings.TrimPrefix(node, "; ")
+		}
+
+		return "kube-node-not-ready", strings.TrimPrefix(node, "; ")
 	}
 
 	if !api.Ready {
-		return "kube-not-ready", "API server not ready: " + api.Error
+		return "kube-not-ready", "API server not ready: " + api.Error + node
 	}
 
 	if eps, ok := obs.KubernetesEndpoints(); ok && slices.Contains(eps, no.Address) {
-		return "kube-in-service", "API server ready, in the kubernetes endpoints"
+		return "kube-in-service", "API server ready, in the kubernetes endpoints" + node
 	}
 
-	return "kube-ready", "API server ready, not in the kubernetes endpoints"
+	return "kube-ready", "API server ready, not in the kubernetes endpoints" + node
 }
 
 func memberTitle(class string) string {
@@ -515,6 +529,7 @@ func legend() []legendItem {
 		{"etcd-running-unhealthy", "etcd unhealthy"}, {"etcd-failed", "etcd failed / stopped"},
 		{"member-learner", "learner"}, {"member-unstarted", "learner, not started"}, {"member-voter", "voter"},
 		{"kube-not-ready", "API server not ready"}, {"kube-ready", "API server ready"}, {"kube-in-service", "in the endpoints"},
+		{"kube-node-not-ready", "Node NotReady"}, {"kube-node-ready", "Node Ready"},
 		{"call-ok", "call ok"}, {"call-failed", "call refused"}, {"call-noanswer", "call unanswered"}, {"fault", "fault window"},
 	}
 }

@@ -41,6 +41,10 @@ func Summary(r *result.Result) string {
 		kube = fmt.Sprintf("  kubernetes endpoints=%d", *o.KubernetesEndpoints)
 	}
 
+	if o.NodesReady != nil {
+		kube += fmt.Sprintf(" nodes ready=%d", *o.NodesReady)
+	}
+
 	fmt.Fprintf(tw, "\noutcome: %s  voters=%d learners=%d%s  in maintenance: %s\n",
 		convergedWord(o.Converged, o.ConvergedFor), o.Voters, o.Learners, kube, listOrNone(o.NodesInMaintenance))
 
@@ -361,16 +365,26 @@ func replayCmd(r *result.Result) string {
 // node could not be queried, else etcd's status message.
 // kubeCell is a node's API server in a run with Kubernetes.
 func kubeCell(n result.NodeOutcome) string {
+	api := ""
+
 	switch {
 	case n.APIServer == "":
-		return ""
 	case n.InService:
-		return "in service"
+		api = "in service"
 	case n.APIServer == "ready":
-		return "ready, not in service"
+		api = "ready, not in service"
+	default:
+		api = "not ready"
 	}
 
-	return "not ready"
+	switch {
+	case n.KubeNode == "":
+		return api
+	case api == "":
+		return "Node " + n.KubeNode
+	}
+
+	return api + ", Node " + n.KubeNode
 }
 
 func nodeNote(n result.NodeOutcome) string {
