@@ -199,9 +199,9 @@ type Expect struct {
 	// NodesReady is how many Kubernetes Nodes are Ready at the end
 	// (cluster.kubernetes): every node, control planes and workers, once
 	// its kubelet has registered and reports.
-	NodesReady *int `yaml:"nodesReady"`
-	NodesInMaintenance  []string            `yaml:"nodesInMaintenance"`
-	Diagnoses           []ExpectedDiagnosis `yaml:"diagnoses"`
+	NodesReady         *int                `yaml:"nodesReady"`
+	NodesInMaintenance []string            `yaml:"nodesInMaintenance"`
+	Diagnoses          []ExpectedDiagnosis `yaml:"diagnoses"`
 	// NoDiagnoses asserts that none of these codes is produced.
 	NoDiagnoses []string `yaml:"noDiagnoses"`
 	// Settle keeps observing at least this long after the orchestrator
