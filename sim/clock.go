@@ -7,6 +7,7 @@ import (
 	"github.com/talchaos/talchaos/harness/clock"
 	"github.com/talchaos/talchaos/harness/scenario"
 	"github.com/talchaos/talchaos/harness/target"
+	"github.com/talchaos/talchaos/sim/kubecp"
 )
 
 // Talos leaves etcd's raft timers at etcd's defaults: a 100 ms heartbeat and
@@ -77,5 +78,7 @@ func KubernetesClockFloors(scale float64) []target.ClockFloor {
 		real("kube-apiserver endpoint lease TTL", kubeEndpointTTL),
 		real("kubelet restart back-off (first)", kubeBackoffInitial),
 		real("kubelet restart back-off (most)", kubeBackoffMax),
+		real("kubelet node lease duration", kubecp.KubeletLeaseSeconds*time.Second),
+		real("kube-controller-manager node monitor grace period (default)", kubeNodeMonitorGrace),
 	}
 }

@@ -57,6 +57,11 @@ const (
 	kubeRequestTimeout = 5 * time.Second
 )
 
+// kubeNodeMonitorGrace is kube-controller-manager's default
+// node-monitor-grace-period in 1.35 (50 s): how long a Node stays Ready after
+// its kubelet's last lease renewal.
+const kubeNodeMonitorGrace = 50 * time.Second
+
 // kubeletEnabled reports whether the node runs a kubelet with Kubernetes.
 func (n *Node) kubeletEnabled() bool {
 	return n.c.kube.Hyperkube != "" && !n.c.single

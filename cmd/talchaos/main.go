@@ -243,7 +243,7 @@ func newRoot() *cobra.Command {
 	var kubeDir string
 
 	root.PersistentFlags().StringVar(&kubeDir, "kube-dir", "",
-		"directory holding kube-apiserver for scenarios with Kubernetes (default: $"+kubecp.EnvDir+", beside talchaos, then where 'make kube' puts it)")
+		"directory holding hyperkube and kwok for scenarios with Kubernetes (default: $"+kubecp.EnvDir+", beside talchaos, then where 'make kube' puts it)")
 	root.PersistentPreRun = func(cmd *cobra.Command, _ []string) {
 		if !cleansUp[cmd.Name()] {
 			nothingToClean.Store(true)

@@ -60,8 +60,10 @@ default node), one machine config per node (<node>.yaml) and inventory.yaml for
 'talchaos run --target=real --inventory'; with --kubernetes also kubeconfig (the
 admin kubeconfig Talos's 'talosctl kubeconfig' gives). These hold the cluster's keys.
 
-With --kubernetes every control plane runs the real kube-apiserver, as Talos's
-static pod (built by 'make kube'; the nodes take 198.18.N.x addresses on the
+With --kubernetes every control plane runs the real kube-apiserver,
+kube-controller-manager and kube-scheduler, as Talos's static pods, and every
+node a kubelet (KWOK) that registers its Node: kubectl get nodes and talosctl
+health work (built by 'make kube'; the nodes take 198.18.N.x addresses on the
 loopback interface, which needs root or CAP_NET_ADMIN).
 
 Ctrl-C (or SIGTERM, SIGHUP) stops every node and cleans up: a directory talchaos
@@ -82,7 +84,7 @@ refuses to start).`,
 	cmd.Flags().BoolVar(&opts.bootstrap, "bootstrap", false, "apply the configs and bootstrap etcd (like talosctl cluster create)")
 	cmd.Flags().Int64Var(&opts.seed, "seed", 1, "seed for the simulated nodes' random choices")
 	cmd.Flags().StringVar(&opts.target, "target", "sim", "where the nodes run: sim (in this process), or container (one Docker container per node)")
-	cmd.Flags().BoolVar(&opts.kubernetes, "kubernetes", false, "run the real kube-apiserver on every control plane and write a kubeconfig (sim target)")
+	cmd.Flags().BoolVar(&opts.kubernetes, "kubernetes", false, "run Kubernetes (the real control plane, a KWOK kubelet per node) and write a kubeconfig (sim target)")
 	cmd.Flags().StringVar(&opts.cidr, "cidr", "", "loopback block for the nodes, 127.0.N.0/24 (nodes from .2): the same addresses every time (default: a free block)")
 
 	return cmd

@@ -59,8 +59,10 @@ type Cluster struct {
 	Nodes         map[string]NodeOverride `yaml:"nodes"`         // keys must name existing nodes
 	Etcd          Etcd                    `yaml:"etcd"`
 	Workload      Workload                `yaml:"workload"`
-	// Kubernetes runs the real kube-apiserver on every control plane, as
-	// Talos's static pod does (the sim target; needs `make kube`).
+	// Kubernetes runs the real control plane (kube-apiserver,
+	// kube-controller-manager, kube-scheduler) on every control plane, as
+	// Talos's static pods, and a KWOK kubelet on every node (the sim target;
+	// needs `make kube`).
 	Kubernetes bool `yaml:"kubernetes"`
 	// ConfigPatches are applied to the generated machine configs with the
 	// machinery's config patcher, as `talosctl gen config --config-patch` does.
