@@ -322,6 +322,9 @@ type report struct {
 				APIServer *struct {
 					Ready     bool     `json:"ready"`
 					Endpoints []string `json:"endpoints"`
+					Nodes     []struct {
+						Ready bool `json:"ready"`
+					} `json:"nodes"`
 				} `json:"apiServer"`
 			} `json:"observed"`
 		} `json:"entries"`
