@@ -234,6 +234,20 @@ func runCluster(ctx context.Context, sc *scenario.Scenario, clk clock.Clock, opt
 
 	orchErr := orch.Run(orchCtx, env)
 
+	res.Orchestrator = &result.OrchestratorEnd{
+		Name: orch.Name(), TimedOut: orchErr != nil && ctx.Err() == nil && errors.Is(orchCtx.Err(), context.DeadlineExceeded),
+	}
+
+	if orchErr != nil {
+		res.Orchestrator.Error = orchErr.Error()
+	}
+
+	if _, isExec := orch.(*orchestrator.Exec); isExec {
+		if code, ok := orchestrator.ExitCode(orchErr); ok {
+			res.Orchestrator.ExitCode = &code
+		}
+	}
+
 	switch {
 	case ctx.Err() != nil:
 		bgCancel()

@@ -51,19 +51,26 @@ func newHuntProgress(out io.Writer, total int, tty bool) *huntProgress {
 }
 
 func (p *huntProgress) finished(r reports.HuntRun, interrupted bool) {
+	line := fmt.Sprintf("seed %-4d %-5s %6.1fs", r.Seed, strings.ToUpper(r.Verdict), float64(r.DurationMs)/1000)
+	if r.Verdict != stats.Pass || interrupted {
+		line += "  " + r.Failure
+	}
+
+	p.line(line, r.Verdict == stats.Pass, !interrupted)
+}
+
+// line prints one finished run's line; counted runs count as passed or
+// failed in the status line.
+func (p *huntProgress) line(line string, passed, counted bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 
-	line := fmt.Sprintf("seed %-4d %-5s %6.1fs", r.Seed, strings.ToUpper(r.Verdict), float64(r.DurationMs)/1000)
-
 	switch {
-	case interrupted:
-		line += "  " + r.Failure
-	case r.Verdict == stats.Pass:
+	case !counted:
+	case passed:
 		p.passed++
 	default:
 		p.failed++
-		line += "  " + r.Failure
 	}
 
 	p.clearStatus()

@@ -275,6 +275,29 @@ func (e *Exec) run(ctx context.Context, env *Env, program, dir string, vars []st
 	return e.result(ctx, env, cmd, waitErr)
 }
 
+// ExitError is the exec command's non-zero exit.
+type ExitError struct{ Code int }
+
+func (e *ExitError) Error() string {
+	return fmt.Sprintf("bootstrap command exited with code %d", e.Code)
+}
+
+// ExitCode is the exec command's exit status in an orchestrator's error: 0
+// for nil, the code of an ExitError, and false for any other error (the
+// command was killed or never ran).
+func ExitCode(err error) (int, bool) {
+	var ee *ExitError
+
+	switch {
+	case err == nil:
+		return 0, true
+	case errors.As(err, &ee):
+		return ee.Code, true
+	}
+
+	return 0, false
+}
+
 func (e *Exec) result(ctx context.Context, env *Env, cmd *exec.Cmd, waitErr error) error {
 	state := cmd.ProcessState
 
@@ -301,7 +324,7 @@ func (e *Exec) result(ctx context.Context, env *Env, cmd *exec.Cmd, waitErr erro
 
 	env.step(fmt.Sprintf("bootstrap command exited with code %d", state.ExitCode()))
 
-	return fmt.Errorf("bootstrap command exited with code %d", state.ExitCode())
+	return &ExitError{Code: state.ExitCode()}
 }
 
 // streamLines adds every line read from r to the event log.

@@ -63,20 +63,37 @@ type Result struct {
 	Source *Source `json:"source,omitempty"`
 	// Schedule is the resolved fault schedule: every fault with the nodes
 	// the seed chose, its own seed and every parameter.
-	Schedule  []Planned        `json:"schedule"`
-	Verdict   string           `json:"verdict"`
-	Error     string           `json:"error,omitempty"`
-	Outcome   Outcome          `json:"outcome"`
-	Checks    []Check          `json:"checks"`
-	Diagnoses []Diagnosis      `json:"diagnoses"`
-	Faults    []Fault          `json:"faults"`
-	Events    []eventlog.Event `json:"events"`
+	Schedule []Planned `json:"schedule"`
+	Verdict  string    `json:"verdict"`
+	Error    string    `json:"error,omitempty"`
+	// Orchestrator is how the orchestrator ended; absent when the run
+	// ended before it did (interrupted, or an error setting up).
+	Orchestrator *OrchestratorEnd `json:"orchestrator,omitempty"`
+	Outcome      Outcome          `json:"outcome"`
+	Checks       []Check          `json:"checks"`
+	Diagnoses    []Diagnosis      `json:"diagnoses"`
+	Faults       []Fault          `json:"faults"`
+	Events       []eventlog.Event `json:"events"`
 	// History is the typed record of the run the verdict is derived from
 	// (harness/judge); absent in v1 reports.
 	History    *history.History `json:"history,omitempty"`
 	StartedAt  string           `json:"startedAt"`
 	DurationMs int64            `json:"durationMs"`
 	Replay     string           `json:"replay"`
+}
+
+// OrchestratorEnd is how the orchestrator ended: with an error or not, and
+// for the exec orchestrator the command's exit code, or that it was still
+// running when its time (orchestrator.timeout, else expect.within) was up
+// and was killed.
+type OrchestratorEnd struct {
+	Name  string `json:"name"`
+	Error string `json:"error,omitempty"`
+	// ExitCode is the exec command's exit status; absent when it did not
+	// exit by itself (killed, or never started).
+	ExitCode *int `json:"exitCode,omitempty"`
+	// TimedOut: its time was up before it returned.
+	TimedOut bool `json:"timedOut,omitempty"`
 }
 
 // Source is a scenario file's content and its sha256 (hex).

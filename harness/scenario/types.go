@@ -39,6 +39,9 @@ type Scenario struct {
 	Orchestrator Orchestrator `yaml:"orchestrator"`
 	Faults       []Fault      `yaml:"faults"`
 	Expect       Expect       `yaml:"expect"`
+	// Certify is what `talchaos certify` expects of a good bootstrap under
+	// this scenario's cluster and faults.
+	Certify Certify `yaml:"certify"`
 
 	// File is the path the scenario was read from (not part of the YAML).
 	File string `yaml:"-"`
@@ -49,6 +52,29 @@ type Scenario struct {
 	// lines maps field paths ("faults[2].when.state") to their line in File, so errors
 	// raised after parsing (by the chaos package, say) can still point at the right line.
 	lines strictyaml.Lines
+}
+
+// What a good bootstrap does under a scenario (`talchaos certify`).
+const (
+	// CertifySurvived: the faults are survivable; a good bootstrap
+	// converges the cluster and exits 0.
+	CertifySurvived = "survived"
+	// CertifyLoud: no bootstrap can converge the cluster (an invalid config,
+	// a PKI mismatch, a lost quorum); a good one says so with a non-zero exit.
+	CertifyLoud = "loud"
+)
+
+// Certify is what `talchaos certify` expects of a good bootstrap under a
+// scenario: Expected (survived or loud), or Skip, why certify does not run
+// it (its failure is its own orchestrator's doing, or it repeats another
+// scenario's faults with another orchestrator).
+type Certify struct {
+	Expected string `yaml:"expected"`
+	Skip     string `yaml:"skip"`
+	// Within is how long a good bootstrap may take here (Talos time;
+	// default expect.within, which is often the naive orchestrator's
+	// shorter window): certify's expect.within and the command's time.
+	Within Duration `yaml:"within"`
 }
 
 // Cluster describes the nodes to create. Node names are cp1..cpN for control planes

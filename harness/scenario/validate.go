@@ -33,8 +33,20 @@ func (s *Scenario) validate(cat Catalogue) []*Error {
 	v.faults()
 	v.expect()
 	v.configPatches()
+	v.certify()
 
 	return v.errs
+}
+
+func (v *validator) certify() {
+	c := v.s.Certify
+
+	switch {
+	case c.Expected != "" && c.Skip != "":
+		v.errorf("certify", "expected and skip exclude each other")
+	case c.Expected != "" && c.Expected != CertifySurvived && c.Expected != CertifyLoud:
+		v.errorf("certify.expected", "must be %s or %s, got %q", CertifySurvived, CertifyLoud, c.Expected)
+	}
 }
 
 func (v *validator) header() {

@@ -1,0 +1,348 @@
+package main
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/talchaos/talchaos/harness"
+	"github.com/talchaos/talchaos/harness/buildinfo"
+	"github.com/talchaos/talchaos/harness/scenario"
+	"github.com/talchaos/talchaos/harness/seedpool"
+	"github.com/talchaos/talchaos/reports"
+	"github.com/talchaos/talchaos/scenarios"
+	"github.com/talchaos/talchaos/sim"
+)
+
+type certifyOptions struct {
+	huntOptions
+	only   []string
+	failOn []string
+}
+
+func newCertifyCmd() *cobra.Command {
+	opts := certifyOptions{}
+
+	cmd := &cobra.Command{
+		Use:   "certify [--seeds A-B] [--scenario NAME ...] [--parallel P] [--out DIR] [--fail-on LIST] -- COMMAND [ARGS...]",
+		Short: "Run your own bootstrap command against every failure the catalogue reproduces, and say how it did",
+		Long: `certify runs COMMAND as the bootstrap of every built-in scenario (or those named
+with --scenario, built-ins or files): the scenario's cluster and faults, over the
+seeds, with COMMAND in place of its orchestrator and the exec orchestrator's
+environment (TALOSCONFIG, TALCHAOS_NODES, TALCHAOS_CONTROLPLANES, TALCHAOS_WORKERS,
+TALCHAOS_BOOTSTRAP_NODE, TALCHAOS_CONFIG_<NODE>, KUBECONFIG with Kubernetes, ...).
+Each run is classified from the command's exit status and the judged outcome of
+the cluster (the same judge and diagnoses as 'run'):
+
+  survived     exit 0, and the cluster converged
+  loud         non-zero exit, not converged: an honest failure
+  false-alarm  non-zero exit, but the cluster converged
+  silent       exit 0, but the cluster did not converge: the command lied
+  hung         still running when the scenario's time was up (killed, with its children)
+
+Each scenario says what a good bootstrap does under it (certify.expected):
+survivable faults expect survived, unsurvivable ones (an invalid config, a PKI
+mismatch, a lost quorum) expect loud. Writes OUT/certify.json, junit.xml (a test
+case per scenario and seed, failing when the outcome is worse than expected),
+summary.md (the scorecard), index.html and each run's report in
+OUT/SCENARIO/seed-N/. Exit code 1 when a run's outcome is in --fail-on, 0
+otherwise, 2 for bad input.
+
+The simulated cluster runs at the scenario's time scale (Talos timers divided,
+60 for most built-ins) while COMMAND runs on real time: its own waits and
+timeouts are long by the cluster's clock.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 || cmd.ArgsLenAtDash() != 0 {
+				return &exitError{code: exitInput, err: errors.New("certify needs the bootstrap command after --: talchaos certify [flags] -- COMMAND [ARGS...]")}
+			}
+
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error { return runCertify(cmd, args, opts) },
+	}
+
+	f := cmd.Flags()
+	f.StringVar(&opts.seeds, "seeds", "1", "seeds to run each scenario with: FROM-TO or a comma-separated list")
+	f.IntVar(&opts.parallel, "parallel", defaultParallel(), "runs at once (simulated nodes; each cluster has its own addresses)")
+	f.StringVar(&opts.reportDir, "out", "talchaos-certify", "directory for everything certify writes")
+	f.StringSliceVar(&opts.only, "scenario", nil, "run only these scenarios: built-in names or files (repeat or comma-separate)")
+	f.StringSliceVar(&opts.failOn, "fail-on", []string{reports.Silent, reports.Hung}, "outcomes that make certify exit 1: "+strings.Join(reports.CertifyOutcomes, ", "))
+	f.StringVar(&opts.target, "target", "sim", "where the nodes run: sim, container (one Docker container per node), or real (with --inventory)")
+	f.StringVar(&opts.inventory, "inventory", "", "inventory file of a real cluster (--target=real)")
+	f.BoolVar(&opts.allowDestructive, "allow-destructive", false, "permit destructive faults on real nodes")
+
+	return cmd
+}
+
+// certifyJob is one scenario × seed.
+type certifyJob struct {
+	sc   *scenario.Scenario
+	arg  string
+	seed int64
+}
+
+func runCertify(cmd *cobra.Command, command []string, opts certifyOptions) error {
+	out := cmd.OutOrStdout()
+
+	seeds, err := parseSeeds(opts.seeds)
+	if err != nil {
+		return &exitError{code: exitInput, err: err}
+	}
+
+	if err := checkParallel(opts.parallel); err != nil {
+		return &exitError{code: exitInput, err: err}
+	}
+
+	for _, o := range opts.failOn {
+		if !slices.Contains(reports.CertifyOutcomes, o) {
+			return &exitError{code: exitInput, err: fmt.Errorf("--fail-on %s: not an outcome (%s)", quoteShort(o), strings.Join(reports.CertifyOutcomes, ", "))}
+		}
+	}
+
+	tgt, err := targetFor(opts.runOptions)
+	if err != nil {
+		return &exitError{code: exitInput, err: err}
+	}
+
+	if tgt.Name() == "real" {
+		if cmd.Flags().Changed("parallel") && opts.parallel > 1 {
+			return &exitError{code: exitInput, err: errors.New("--parallel is for simulated nodes: a real cluster runs one scenario at a time")}
+		}
+
+		opts.parallel = 1
+	}
+
+	picked, skipped, err := certifyScenarios(cmd.Flags().Changed("scenario"), opts.only, tgt.Name())
+	if err != nil {
+		return &exitError{code: exitInput, err: err}
+	}
+
+	if err := reports.CheckDir(opts.reportDir); err != nil {
+		return &exitError{code: exitInput, err: fmt.Errorf("--out: %w", err)}
+	}
+
+	reapLeftovers(cmd.ErrOrStderr())
+
+	var jobs []certifyJob
+
+	for _, p := range picked {
+		for _, s := range seeds {
+			jobs = append(jobs, certifyJob{sc: p.sc, arg: p.arg, seed: s})
+		}
+	}
+
+	c := &reports.Certify{
+		Command: command, Target: tgt.Name(), Seeds: seeds, Started: time.Now().UTC(), Parallel: opts.parallel,
+		Tool: buildinfo.Read().String(), FailOn: opts.failOn, Skipped: skipped,
+	}
+
+	for _, p := range picked {
+		c.Results = append(c.Results, reports.CertifyScenario{Name: p.sc.Name, Description: p.sc.Description, Expected: p.sc.Certify.Expected})
+	}
+
+	bar := newHuntProgress(out, len(jobs), isTerminal(out))
+
+	var (
+		mu   sync.Mutex
+		runs []reports.CertifyRun
+		stop error
+	)
+
+	indexes := make([]int64, len(jobs))
+	for i := range jobs {
+		indexes[i] = int64(i)
+	}
+
+	seedpool.Run(cmd.Context(), indexes, opts.parallel, func(i int64) bool {
+		job := jobs[i]
+
+		run, err := certifyRun(cmd, job, command, opts)
+
+		mu.Lock()
+		defer mu.Unlock()
+
+		if err != nil {
+			if stop == nil {
+				stop = err
+			}
+
+			return false
+		}
+
+		runs = append(runs, run)
+		bar.line(fmt.Sprintf("%-36s seed %-4d %-11s %6.1fs  expected %s", job.sc.Name, job.seed, run.Outcome, float64(run.DurationMs)/1000, run.Expected),
+			reports.CertifyHeld(run.Outcome, run.Expected), true)
+
+		return true
+	})
+
+	bar.done()
+
+	if stop == nil && cmd.Context().Err() != nil {
+		stop = interruptedRun(cmd.Context(), cmd.Context().Err())
+	}
+
+	for i := range c.Results {
+		for _, r := range runs {
+			if r.Scenario == c.Results[i].Name {
+				c.Results[i].Runs = append(c.Results[i].Runs, r)
+			}
+		}
+
+		slices.SortFunc(c.Results[i].Runs, func(a, b reports.CertifyRun) int { return cmp.Compare(a.Seed, b.Seed) })
+	}
+
+	c.WallMs = time.Since(c.Started).Milliseconds()
+
+	if err := reports.WriteCertify(opts.reportDir, c); err != nil {
+		return &exitError{code: exitHarness, err: err}
+	}
+
+	fmt.Fprintf(out, "\n%s", reports.CertifySummary(c))
+	fmt.Fprintf(out, "\ncertify.json, junit.xml, summary.md, index.html and the runs' reports in %s\n", opts.reportDir)
+
+	if stop != nil {
+		return &exitError{code: exitHarness, err: stop}
+	}
+
+	var bad []string
+
+	for _, r := range runs {
+		if slices.Contains(opts.failOn, r.Outcome) {
+			bad = append(bad, fmt.Sprintf("%s seed %d: %s", r.Scenario, r.Seed, r.Outcome))
+		}
+	}
+
+	if len(bad) > 0 {
+		slices.Sort(bad)
+
+		return &exitError{code: exitFail, err: fmt.Errorf("outcomes in --fail-on %s: %s", strings.Join(opts.failOn, ","), strings.Join(bad, "; "))}
+	}
+
+	return nil
+}
+
+// certifyRun runs one scenario × seed with command as its orchestrator and
+// classifies it. An error ends certify: bad input, or the run interrupted.
+func certifyRun(cmd *cobra.Command, job certifyJob, command []string, opts certifyOptions) (reports.CertifyRun, error) {
+	sc := *job.sc
+	sc.Orchestrator = scenario.Orchestrator{
+		Name: "exec", Command: command, BootstrapNode: job.sc.Orchestrator.BootstrapNode, Timeout: sc.Expect.Within,
+	}
+
+	if sc.Certify.Within.Duration > 0 {
+		sc.Expect.Within = sc.Certify.Within
+		sc.Orchestrator.Timeout = sc.Certify.Within
+	}
+
+	replay := fmt.Sprintf("talchaos certify --scenario %s --seeds %d --target %s -- %s", job.arg, job.seed, opts.target, quoteCommand(command))
+
+	tgt, err := targetFor(opts.runOptions)
+	if err != nil {
+		return reports.CertifyRun{}, &exitError{code: exitInput, err: err}
+	}
+
+	res, err := harness.Run(cmd.Context(), &sc, harness.Options{
+		Target: tgt, Seed: job.seed, AllowDestructive: opts.allowDestructive, Replay: replay,
+	})
+	if err != nil && harness.IsInputError(err) {
+		return reports.CertifyRun{}, &exitError{code: exitInput, err: err}
+	}
+
+	if ierr := interruptedRun(cmd.Context(), err); ierr != err { //nolint:errorlint // identity: was it replaced
+		return reports.CertifyRun{}, ierr
+	}
+
+	rel := filepath.Join(sc.Name, fmt.Sprintf("seed-%d", job.seed))
+	if _, werr := reports.Write(filepath.Join(opts.reportDir, rel), res); werr != nil {
+		return reports.CertifyRun{}, &exitError{code: exitHarness, err: werr}
+	}
+
+	run := reports.CertifyRun{
+		Scenario: sc.Name, Seed: job.seed, Outcome: reports.Classify(res), Expected: sc.Certify.Expected,
+		Diagnoses: diagnosisCodes(res), Report: rel, Replay: replay, DurationMs: res.DurationMs, Error: res.Error,
+	}
+
+	if res.Orchestrator != nil {
+		run.ExitCode = res.Orchestrator.ExitCode
+	}
+
+	if run.Diagnoses == nil {
+		run.Diagnoses = []string{}
+	}
+
+	return run, nil
+}
+
+// certifyPick is a scenario certify runs, with how it was named.
+type certifyPick struct {
+	sc  *scenario.Scenario
+	arg string
+}
+
+// certifyScenarios are the scenarios to run: the named ones (each must say
+// what it expects), or every built-in that does not skip certify. Without
+// Kubernetes here the built-ins that need it are skipped, saying why; a
+// named one is an error.
+func certifyScenarios(named bool, only []string, target string) ([]certifyPick, []reports.CertifySkip, error) {
+	if named && len(only) == 0 {
+		return nil, nil, errors.New("--scenario: no scenario named (leave the flag out to run the whole catalogue)")
+	}
+
+	args := only
+	if !named {
+		args = scenarios.Names()
+	}
+
+	kube := sim.KubernetesAvailable()
+	if target != "sim" {
+		kube = fmt.Errorf("the %s target does not run Kubernetes", target)
+	}
+
+	var (
+		picked  []certifyPick
+		skipped []reports.CertifySkip
+		seen    = map[string]bool{}
+	)
+
+	for _, arg := range args {
+		sc, err := loadScenario(arg)
+		if err != nil {
+			return nil, nil, err
+		}
+
+		if seen[sc.Name] {
+			return nil, nil, fmt.Errorf("--scenario %s: named twice", quoteShort(arg))
+		}
+
+		seen[sc.Name] = true
+
+		switch {
+		case sc.Certify.Skip != "" && named:
+			return nil, nil, fmt.Errorf("--scenario %s: certify skips it: %s", quoteShort(arg), sc.Certify.Skip)
+		case sc.Certify.Skip != "":
+			skipped = append(skipped, reports.CertifySkip{Name: sc.Name, Reason: sc.Certify.Skip})
+		case sc.Certify.Expected == "":
+			return nil, nil, fmt.Errorf("--scenario %s: it does not say what a good bootstrap does there (certify.expected: survived or loud)", quoteShort(arg))
+		case sc.Cluster.Kubernetes && kube != nil && named:
+			return nil, nil, fmt.Errorf("--scenario %s: %w", quoteShort(arg), kube)
+		case sc.Cluster.Kubernetes && kube != nil:
+			skipped = append(skipped, reports.CertifySkip{Name: sc.Name, Reason: kube.Error()})
+		default:
+			picked = append(picked, certifyPick{sc: sc, arg: arg})
+		}
+	}
+
+	if len(picked) == 0 {
+		return nil, nil, errors.New("no scenario to certify against")
+	}
+
+	return picked, skipped, nil
+}
