@@ -313,7 +313,7 @@ func TestCertifyBadInput(t *testing.T) {
 		want string
 	}{
 		{[]string{"certify"}, "needs the bootstrap command after --"},
-		{[]string{"certify", "--fail-on", "grumpy", "--", "true"}, "--fail-on grumpy: not an outcome"},
+		{[]string{"certify", "--fail-on", "grumpy", "--", "true"}, `--fail-on "grumpy": not an outcome`},
 		{[]string{"certify", "--scenario", "half-applied-config-resilient", "--", "true"}, "certify skips it"},
 		{[]string{"certify", "--scenario", "no-such", "--", "true"}, "no such scenario"},
 		{[]string{"certify", "--seeds", "x", "--", "true"}, "seeds"},
