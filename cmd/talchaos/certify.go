@@ -23,8 +23,9 @@ import (
 
 type certifyOptions struct {
 	huntOptions
-	only   []string
-	failOn []string
+	only      []string
+	failOn    []string
+	timeScale float64
 }
 
 func newCertifyCmd() *cobra.Command {
@@ -57,7 +58,9 @@ otherwise, 2 for bad input.
 
 The simulated cluster runs at the scenario's time scale (Talos timers divided,
 60 for most built-ins) while COMMAND runs on real time: its own waits and
-timeouts are long by the cluster's clock.`,
+timeouts are long by the cluster's clock. --time-scale slows every scenario's
+cluster down for a command that polls slowly (the built-ins were tuned at their
+own scale; a few outcomes may differ at another).`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 || cmd.ArgsLenAtDash() != 0 {
 				return &exitError{code: exitInput, err: errors.New("certify needs the bootstrap command after --: talchaos certify [flags] -- COMMAND [ARGS...]")}
@@ -77,6 +80,7 @@ timeouts are long by the cluster's clock.`,
 	f.StringVar(&opts.target, "target", "sim", "where the nodes run: sim, container (one Docker container per node), or real (with --inventory)")
 	f.StringVar(&opts.inventory, "inventory", "", "inventory file of a real cluster (--target=real)")
 	f.BoolVar(&opts.allowDestructive, "allow-destructive", false, "permit destructive faults on real nodes")
+	f.Float64Var(&opts.timeScale, "time-scale", 0, "run every scenario at this time scale (>= 1; default: each scenario's own)")
 
 	return cmd
 }
@@ -98,6 +102,10 @@ func runCertify(cmd *cobra.Command, command []string, opts certifyOptions) error
 
 	if err := checkParallel(opts.parallel); err != nil {
 		return &exitError{code: exitInput, err: err}
+	}
+
+	if cmd.Flags().Changed("time-scale") && !(opts.timeScale >= 1 && opts.timeScale <= 1000) {
+		return &exitError{code: exitInput, err: fmt.Errorf("--time-scale %v: must be between 1 and 1000", opts.timeScale)}
 	}
 
 	for _, o := range opts.failOn {
@@ -237,12 +245,21 @@ func certifyRun(cmd *cobra.Command, job certifyJob, command []string, opts certi
 		Name: "exec", Command: command, BootstrapNode: job.sc.Orchestrator.BootstrapNode, Timeout: sc.Expect.Within,
 	}
 
+	if opts.timeScale > 0 {
+		sc.TimeScale = opts.timeScale
+	}
+
 	if sc.Certify.Within.Duration > 0 {
 		sc.Expect.Within = sc.Certify.Within
 		sc.Orchestrator.Timeout = sc.Certify.Within
 	}
 
-	replay := fmt.Sprintf("talchaos certify --scenario %s --seeds %d --target %s -- %s", job.arg, job.seed, opts.target, quoteCommand(command))
+	scale := ""
+	if opts.timeScale > 0 {
+		scale = fmt.Sprintf(" --time-scale %v", opts.timeScale)
+	}
+
+	replay := fmt.Sprintf("talchaos certify --scenario %s --seeds %d --target %s%s -- %s", job.arg, job.seed, opts.target, scale, quoteCommand(command))
 
 	tgt, err := targetFor(opts.runOptions)
 	if err != nil {

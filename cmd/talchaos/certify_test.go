@@ -317,6 +317,7 @@ func TestCertifyBadInput(t *testing.T) {
 		{[]string{"certify", "--scenario", "half-applied-config-resilient", "--", "true"}, "certify skips it"},
 		{[]string{"certify", "--scenario", "no-such", "--", "true"}, "no such scenario"},
 		{[]string{"certify", "--seeds", "x", "--", "true"}, "seeds"},
+		{[]string{"certify", "--time-scale", "0.5", "--", "true"}, "--time-scale 0.5: must be between 1 and 1000"},
 	} {
 		code, out := run(t, append(tc.args, "--out", filepath.Join(t.TempDir(), "o"))...)
 		if code != exitInput || !strings.Contains(out, tc.want) {
