@@ -49,6 +49,9 @@ type Options struct {
 	OnEvent func(eventlog.Event)
 	// ObserveInterval is the real-time polling interval; default 100 ms.
 	ObserveInterval time.Duration
+	// Orchestrator, when set, bootstraps instead of the scenario's
+	// (sim/simtest.Certify's Go function).
+	Orchestrator orchestrator.Orchestrator
 	// AllowDestructive permits destructive faults and orchestrator remedies
 	// on a target whose nodes outlive the run (real nodes).
 	AllowDestructive bool
@@ -115,9 +118,11 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*result.Resu
 		res.Schedule = append(res.Schedule, p.Record())
 	}
 
-	orch, err := orchestrator.New(sc.Orchestrator)
-	if err != nil {
-		return finish(&InputError{sc.Errorf("orchestrator.name", "%s", err)})
+	orch := opts.Orchestrator
+	if orch == nil {
+		if orch, err = orchestrator.New(sc.Orchestrator); err != nil {
+			return finish(&InputError{sc.Errorf("orchestrator.name", "%s", err)})
+		}
 	}
 
 	log.Add("", "run.start", fmt.Sprintf("scenario %s on %s, seed %d, talos %s, %s", sc.Name, opts.Target.Name(), opts.Seed, sc.Talos, ScaleNote(sc, opts.Target)))
@@ -242,8 +247,19 @@ func runCluster(ctx context.Context, sc *scenario.Scenario, clk clock.Clock, opt
 		res.Orchestrator.Error = orchErr.Error()
 	}
 
-	if _, isExec := orch.(*orchestrator.Exec); isExec {
+	switch orch.(type) {
+	case *orchestrator.Exec:
 		if code, ok := orchestrator.ExitCode(orchErr); ok {
+			res.Orchestrator.ExitCode = &code
+		}
+	case *orchestrator.Func:
+		// Its exit: 0 for nil, 1 for an error it returned in time.
+		if !res.Orchestrator.TimedOut {
+			code := 0
+			if orchErr != nil {
+				code = 1
+			}
+
 			res.Orchestrator.ExitCode = &code
 		}
 	}

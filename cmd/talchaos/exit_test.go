@@ -452,7 +452,9 @@ type cliProcess struct {
 	outR   *os.File
 	lines  chan string
 	done   chan struct{}
-	code   int
+	// drained is closed once the reader has read stdout to its end.
+	drained chan struct{}
+	code    int
 }
 
 type lockedBuffer struct {
@@ -483,12 +485,13 @@ func startCLI(t *testing.T, bin, tmp string, args ...string) *cliProcess {
 	}
 
 	p := &cliProcess{
-		cmd:    exec.Command(bin, args...),
-		stdout: &lockedBuffer{},
-		stderr: &lockedBuffer{},
-		outR:   outR,
-		lines:  make(chan string, 1024),
-		done:   make(chan struct{}),
+		cmd:     exec.Command(bin, args...),
+		stdout:  &lockedBuffer{},
+		stderr:  &lockedBuffer{},
+		outR:    outR,
+		lines:   make(chan string, 1<<16),
+		done:    make(chan struct{}),
+		drained: make(chan struct{}),
 	}
 
 	p.cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
@@ -513,12 +516,19 @@ func startCLI(t *testing.T, bin, tmp string, args ...string) *cliProcess {
 			line, err := br.ReadString('\n')
 			p.stdout.Write([]byte(line)) //nolint:errcheck
 
+			// Never blocks the reader (so stdout is drained whether or
+			// not a test is waiting for lines); waitFor reads them as
+			// they come, well within the buffer.
 			if line != "" {
-				p.lines <- line
+				select {
+				case p.lines <- line:
+				default:
+				}
 			}
 
 			if err != nil {
 				close(p.lines)
+				close(p.drained)
 
 				return
 			}
@@ -585,10 +595,20 @@ func (p *cliProcess) closeStdout() {
 func (p *cliProcess) wait(t *testing.T, code int) {
 	t.Helper()
 
+	deadline := time.After(90 * time.Second)
+
 	select {
 	case <-p.done:
-	case <-time.After(90 * time.Second):
+	case <-deadline:
 		t.Fatal("talchaos did not exit within 90s")
+	}
+
+	// Everything it wrote is read: its exit does not mean the reader has
+	// drained the pipe.
+	select {
+	case <-p.drained:
+	case <-deadline:
+		t.Fatal("talchaos's stdout did not end within 90s of its start of waiting")
 	}
 
 	if code >= 0 && p.code != code {

@@ -1,0 +1,43 @@
+package bootstrap_test
+
+import (
+	"context"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	clientconfig "github.com/siderolabs/talos/pkg/machinery/client/config"
+
+	"github.com/talchaos/talchaos/examples/bootstrap"
+	"github.com/talchaos/talchaos/sim/simtest"
+)
+
+// The bootstrap certified against failures of the catalogue, as `talchaos
+// certify` does for a command: each scenario's cluster and faults with this
+// code as the orchestrator. Under half-applied-config (two of cp2's applies
+// refused) it must survive, under invalid-config (every apply refused as
+// invalid) it must fail loudly; nowhere may it be silent (return nil with a
+// broken cluster) or hang. Certify runs the whole catalogue when no
+// scenario is named.
+var _ = Describe("certified", func() {
+	It("survives a refused apply and fails loudly on an invalid config", func(ctx SpecContext) {
+		// The scenarios run 60 times faster than real Talos: these waits
+		// end well inside their windows of 5 and 20 Talos minutes.
+		quick := bootstrap.Options{Apply: 4 * time.Second, Join: 12 * time.Second, Poll: 200 * time.Millisecond, Call: 2 * time.Second}
+
+		results, err := simtest.Certify(ctx, func(ctx context.Context, talosconfig *clientconfig.Config, nodes []simtest.Node, _ string) error {
+			var own []bootstrap.Node
+			for _, n := range nodes {
+				own = append(own, bootstrap.Node{IP: n.IP, ControlPlane: n.ControlPlane, Config: n.Config})
+			}
+
+			return bootstrap.Bootstrap(ctx, own, talosconfig, quick)
+		}, simtest.CertifyOptions{Scenarios: []string{"half-applied-config", "invalid-config"}})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(results).To(HaveLen(2))
+
+		for _, r := range results {
+			Expect(r.Held()).To(BeTrue(), r.String())
+		}
+	}, SpecTimeout(4*time.Minute))
+})
