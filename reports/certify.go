@@ -263,7 +263,7 @@ func CertifySummary(c *Certify) string {
 			worst = fmt.Sprintf("%s (seed %d, diagnoses: %s): `%s`", w.Outcome, w.Seed, orNone(w.Diagnoses), w.Replay)
 		}
 
-		fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %d | %d | %d | %s |\n", s.Name, markdownCell(firstLine(s.Description)), s.Expected,
+		fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %d | %d | %d | %s |\n", s.Name, markdownCell(firstSentence(s.Description)), s.Expected,
 			s.Counts[Survived], s.Counts[Loud], s.Counts[FalseAlarm], s.Counts[Silent], s.Counts[Hung], markdownCell(worst))
 	}
 
@@ -317,4 +317,20 @@ func certifyIndex(c *Certify) string {
 	b.WriteString("</table>\n")
 
 	return b.String()
+}
+
+// firstSentence is a description's first sentence, on one line.
+func firstSentence(desc string) string {
+	s := strings.Join(strings.Fields(desc), " ")
+
+	if i := strings.Index(s, ". "); i >= 0 {
+		s = s[:i+1]
+	}
+
+	const most = 160
+	if len(s) > most {
+		s = s[:most] + "…"
+	}
+
+	return s
 }

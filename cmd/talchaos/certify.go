@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 	"sync"
 	"time"
 
@@ -241,8 +244,12 @@ func runCertify(cmd *cobra.Command, command []string, opts certifyOptions) error
 // classifies it. An error ends certify: bad input, or the run interrupted.
 func certifyRun(cmd *cobra.Command, job certifyJob, command []string, opts certifyOptions) (reports.CertifyRun, error) {
 	sc := *job.sc
+	// The scenario's cluster, faults and what its bootstrap is given (the
+	// bootstrap node, a talosconfig from other secrets); the command in
+	// place of its orchestrator.
 	sc.Orchestrator = scenario.Orchestrator{
 		Name: "exec", Command: command, BootstrapNode: job.sc.Orchestrator.BootstrapNode, Timeout: sc.Expect.Within,
+		Talosconfig: job.sc.Orchestrator.Talosconfig,
 	}
 
 	if opts.timeScale > 0 {
@@ -259,7 +266,7 @@ func certifyRun(cmd *cobra.Command, job certifyJob, command []string, opts certi
 		scale = fmt.Sprintf(" --time-scale %v", opts.timeScale)
 	}
 
-	replay := fmt.Sprintf("talchaos certify --scenario %s --seeds %d --target %s%s -- %s", job.arg, job.seed, opts.target, scale, quoteCommand(command))
+	replay := fmt.Sprintf("talchaos certify --scenario %s --seeds %d --target %s%s -- %s", shellQuote(job.arg), job.seed, opts.target, scale, shellQuoteAll(command))
 
 	tgt, err := targetFor(opts.runOptions)
 	if err != nil {
@@ -362,4 +369,39 @@ func certifyScenarios(named bool, only []string, target string) ([]certifyPick, 
 	}
 
 	return picked, skipped, nil
+}
+
+// shellQuote is s as one word for a POSIX shell: as it is when it is plain,
+// in single quotes otherwise (control characters escaped first, so that a
+// replay command printed to a terminal stays text).
+func shellQuote(s string) string {
+	plain := s != ""
+
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_-./=:,+@%", r)) {
+			plain = false
+		}
+	}
+
+	if plain {
+		return s
+	}
+
+	if !utf8.ValidString(s) || strings.ContainsFunc(s, unicode.IsControl) {
+		// Shown escaped ($'...' would be shell-specific): the line is for
+		// a person to read before running it.
+		q := strconv.Quote(s)
+		s = q[1 : len(q)-1]
+	}
+
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func shellQuoteAll(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		q[i] = shellQuote(a)
+	}
+
+	return strings.Join(q, " ")
 }

@@ -325,3 +325,18 @@ func TestCertifyBadInput(t *testing.T) {
 		}
 	}
 }
+
+func TestShellQuote(t *testing.T) {
+	for in, want := range map[string]string{
+		"examples/certify/fr000-wait.sh": "examples/certify/fr000-wait.sh",
+		"a b":                            "'a b'",
+		"it's":                           `'it'\''s'`,
+		"":                               "''",
+		"x\x1b[2Jy":                      `'x\x1b[2Jy'`,
+		`a\b`:                            `'a\b'`,
+	} {
+		if got := shellQuote(in); got != want {
+			t.Errorf("shellQuote(%q) = %s, want %s", in, got, want)
+		}
+	}
+}

@@ -18,10 +18,13 @@ for nv in $TALCHAOS_NODES; do
 	name=${nv%%=*}
 	addr=${nv#*=}
 	cfg=$(printenv "TALCHAOS_CONFIG_$(echo "$name" | tr '[:lower:]' '[:upper:]')")
-	"$TALOSCTL" apply-config --insecure -n "$addr" -e "$addr" -f "$cfg" || exit 1
+	timeout 10 "$TALOSCTL" apply-config --insecure -n "$addr" -e "$addr" -f "$cfg" || exit 1
 done
 
-tc() { "$TALOSCTL" --talosconfig "$TALOSCONFIG" -e "$TALCHAOS_BOOTSTRAP_NODE" -n "$TALCHAOS_BOOTSTRAP_NODE" "$@"; }
+# Every call bounded: talosctl waits as long as a node does not answer (a
+# powered-off node, a lost quorum), and a wait loop without a bound on its
+# calls is `hung` there.
+tc() { timeout 5 "$TALOSCTL" --talosconfig "$TALOSCONFIG" -e "$TALCHAOS_BOOTSTRAP_NODE" -n "$TALCHAOS_BOOTSTRAP_NODE" "$@"; }
 
 deadline=$(( $(date +%s) + WAIT ))
 
