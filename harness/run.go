@@ -52,6 +52,10 @@ type Options struct {
 	// Orchestrator, when set, bootstraps instead of the scenario's
 	// (sim/simtest.Certify's Go function).
 	Orchestrator orchestrator.Orchestrator
+	// UntilConverged keeps observing a settled cluster that has not
+	// converged until expect.within ends (certify: a command that exits
+	// before the cluster has formed by itself is not judged early).
+	UntilConverged bool
 	// AllowDestructive permits destructive faults and orchestrator remedies
 	// on a target whose nodes outlive the run (real nodes).
 	AllowDestructive bool
@@ -280,7 +284,7 @@ func runCluster(ctx context.Context, sc *scenario.Scenario, clk clock.Clock, opt
 		log.Add("", "orchestrator.finished", orch.Name()+" finished")
 	}
 
-	settle(ctx, sc, clk, within, judge.CadenceAt(clk, res.ClockFloors, observer.PollCadence()), interval, log, rec, observer)
+	settle(ctx, sc, clk, within, judge.CadenceAt(clk, res.ClockFloors, observer.PollCadence()), interval, log, rec, observer, opts.UntilConverged)
 
 	bgCancel()
 	<-observed
@@ -320,7 +324,7 @@ func runCluster(ctx context.Context, sc *scenario.Scenario, clk clock.Clock, opt
 // starts the window again), or when expect.within ends. The run's last look
 // (the final poll) must agree with the steady state, or the wait goes on.
 func settle(ctx context.Context, sc *scenario.Scenario, clk clock.Clock, within time.Duration, cadence judge.Cadence, interval time.Duration,
-	log *eventlog.Log, rec *history.Recorder, observer *check.Observer,
+	log *eventlog.Log, rec *history.Recorder, observer *check.Observer, untilConverged bool,
 ) {
 	least := clk.Wall(sc.Expect.Settle.Duration)
 	stable := clk.Wall(sc.Expect.Stable.Duration)
@@ -345,15 +349,29 @@ func settle(ctx context.Context, sc *scenario.Scenario, clk clock.Clock, within 
 		return
 	}
 
+	// waiting: settled but not converged (untilConverged): a final look
+	// once a second at most, not at every poll.
+	var waiting, lastFinal time.Duration
+
 	for {
 		// Quiet until now is a hint; the final look decides, with the times
 		// the judge uses (a final look that itself saw a change has not seen
 		// it hold).
-		if judge.Settled(rec.History(), rec.Since(), cadence, stable) {
+		if judge.Settled(rec.History(), rec.Since(), cadence, stable) && (waiting == 0 || log.Since()-lastFinal >= time.Second) {
+			lastFinal = log.Since()
+
 			observer.Final(ctx)
 
 			if judge.SettledAtFinal(rec.History(), cadence, stable) {
-				return
+				if !untilConverged || log.Since() >= within || judge.Judge(rec.History(), sc.Expect).Outcome.Converged {
+					return
+				}
+
+				if waiting == 0 {
+					log.Add("", "run.waiting", "settled but not converged: observing until it converges or expect.within ends")
+				}
+
+				waiting, end = log.Since(), within
 			}
 
 			observer.Thaw()

@@ -274,7 +274,7 @@ func certifyRun(cmd *cobra.Command, job certifyJob, command []string, opts certi
 	}
 
 	res, err := harness.Run(cmd.Context(), &sc, harness.Options{
-		Target: tgt, Seed: job.seed, AllowDestructive: opts.allowDestructive, Replay: replay,
+		Target: tgt, Seed: job.seed, AllowDestructive: opts.allowDestructive, Replay: replay, UntilConverged: true,
 	})
 	if err != nil && harness.IsInputError(err) {
 		return reports.CertifyRun{}, &exitError{code: exitInput, err: err}

@@ -127,7 +127,7 @@ func certifyOne(ctx context.Context, bootstrap Bootstrap, sc *scenario.Scenario,
 		return userErr
 	}}
 
-	res, err := harness.Run(ctx, &run, harness.Options{Target: sim.Target{}, Seed: seed, Orchestrator: orch})
+	res, err := harness.Run(ctx, &run, harness.Options{Target: sim.Target{}, Seed: seed, Orchestrator: orch, UntilConverged: true})
 	if err != nil && harness.IsInputError(err) {
 		return CertifyResult{}, err
 	}
