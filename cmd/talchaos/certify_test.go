@@ -207,24 +207,34 @@ func certifyScript(t *testing.T, body string) []string {
 // that sleeps forever is hung, and certify still ends soon after the
 // scenario's time.
 func TestCertifyClassifiesScripts(t *testing.T) {
+	// The scripts' waits are real seconds; where the outcome depends on
+	// them ending inside the scenario's window (20 Talos minutes), the
+	// cluster runs at a scale that leaves a loaded machine room: 40 s (30)
+	// or 60 s (20) of wall time.
 	for _, tc := range []struct {
 		name     string
 		scenario string
+		scale    string
 		script   string
 		want     string
 		code     int
 	}{
-		{"FR-003 chain on half-applied-config", "half-applied-config", "T apply-each; T bootstrap 5; exit 0", reports.Silent, exitFail},
-		{"FR-000 wait on half-applied-config", "half-applied-config", "T apply-each; T bootstrap 5 && T wait-voters 8", reports.Loud, exitPass},
-		{"FR-000 wait on the happy path", "happy-path", "T apply-each && T bootstrap 10 && T wait-voters 12", reports.Survived, exitPass},
-		{"done, then exit 1", "happy-path", "T apply-each && T bootstrap 10 && T wait-voters 12; exit 1", reports.FalseAlarm, exitPass},
-		{"sleeps forever", "invalid-config", "exec sleep 100000", reports.Hung, exitFail},
+		{"FR-003 chain on half-applied-config", "half-applied-config", "", "T apply-each; T bootstrap 5; exit 0", reports.Silent, exitFail},
+		{"FR-000 wait on half-applied-config", "half-applied-config", "30", "T apply-each; T bootstrap 10 && T wait-voters 10", reports.Loud, exitPass},
+		{"FR-000 wait on the happy path", "happy-path", "20", "T apply-each && T bootstrap 20 && T wait-voters 30", reports.Survived, exitPass},
+		{"done, then exit 1", "happy-path", "20", "T apply-each && T bootstrap 20 && T wait-voters 30; exit 1", reports.FalseAlarm, exitPass},
+		{"sleeps forever", "invalid-config", "", "exec sleep 100000", reports.Hung, exitFail},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 
 			dir := filepath.Join(t.TempDir(), "certify")
-			args := append([]string{"certify", "--scenario", tc.scenario, "--seeds", "1", "--out", dir, "--"}, certifyScript(t, tc.script)...)
+			args := []string{"certify", "--scenario", tc.scenario, "--seeds", "1", "--out", dir}
+			if tc.scale != "" {
+				args = append(args, "--time-scale", tc.scale)
+			}
+
+			args = append(append(args, "--"), certifyScript(t, tc.script)...)
 
 			started := time.Now()
 			code, out := run(t, args...)
