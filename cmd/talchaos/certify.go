@@ -17,8 +17,10 @@ import (
 
 	"github.com/talchaos/talchaos/harness"
 	"github.com/talchaos/talchaos/harness/buildinfo"
+	"github.com/talchaos/talchaos/harness/chaos"
 	"github.com/talchaos/talchaos/harness/scenario"
 	"github.com/talchaos/talchaos/harness/seedpool"
+	"github.com/talchaos/talchaos/harness/target"
 	"github.com/talchaos/talchaos/reports"
 	"github.com/talchaos/talchaos/scenarios"
 	"github.com/talchaos/talchaos/sim"
@@ -53,7 +55,7 @@ the cluster (the same judge and diagnoses as 'run'):
 
 Each scenario says what a good bootstrap does under it (certify.expected):
 survivable faults expect survived, unsurvivable ones (an invalid config, a PKI
-mismatch, a lost quorum) expect loud. Writes OUT/certify.json, junit.xml (a test
+mismatch) expect loud. Writes OUT/certify.json, junit.xml (a test
 case per scenario and seed, failing when the outcome is worse than expected),
 summary.md (the scorecard), index.html and each run's report in
 OUT/SCENARIO/seed-N/. Exit code 1 when a run's outcome is in --fail-on, 0
@@ -130,7 +132,7 @@ func runCertify(cmd *cobra.Command, command []string, opts certifyOptions) error
 		opts.parallel = 1
 	}
 
-	picked, skipped, err := certifyScenarios(cmd.Flags().Changed("scenario"), opts.only, tgt.Name())
+	picked, skipped, err := certifyScenarios(cmd.Flags().Changed("scenario"), opts.only, tgt, opts.allowDestructive)
 	if err != nil {
 		return &exitError{code: exitInput, err: err}
 	}
@@ -312,10 +314,11 @@ type certifyPick struct {
 }
 
 // certifyScenarios are the scenarios to run: the named ones (each must say
-// what it expects), or every built-in that does not skip certify. Without
-// Kubernetes here the built-ins that need it are skipped, saying why; a
-// named one is an error.
-func certifyScenarios(named bool, only []string, target string) ([]certifyPick, []reports.CertifySkip, error) {
+// what it expects), or every built-in that does not skip certify. A built-in
+// the target cannot run (Kubernetes where it cannot run, a fault the target
+// cannot carry out or may not) is skipped, saying why; a named one is an
+// error.
+func certifyScenarios(named bool, only []string, tgt target.Target, allowDestructive bool) ([]certifyPick, []reports.CertifySkip, error) {
 	if named && len(only) == 0 {
 		return nil, nil, errors.New("--scenario: no scenario named (leave the flag out to run the whole catalogue)")
 	}
@@ -326,8 +329,8 @@ func certifyScenarios(named bool, only []string, target string) ([]certifyPick, 
 	}
 
 	kube := sim.KubernetesAvailable()
-	if target != "sim" {
-		kube = fmt.Errorf("the %s target does not run Kubernetes", target)
+	if tgt.Name() != "sim" {
+		kube = nil // the target's own check says
 	}
 
 	var (
@@ -360,6 +363,16 @@ func certifyScenarios(named bool, only []string, target string) ([]certifyPick, 
 		case sc.Cluster.Kubernetes && kube != nil:
 			skipped = append(skipped, reports.CertifySkip{Name: sc.Name, Reason: kube.Error()})
 		default:
+			if _, err := chaos.Plan(sc, tgt, chaos.PlanOptions{Seed: 1, AllowDestructive: allowDestructive}); err != nil {
+				if named {
+					return nil, nil, err
+				}
+
+				skipped = append(skipped, reports.CertifySkip{Name: sc.Name, Reason: err.Error()})
+
+				continue
+			}
+
 			picked = append(picked, certifyPick{sc: sc, arg: arg})
 		}
 	}

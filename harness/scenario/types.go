@@ -60,7 +60,7 @@ const (
 	// converges the cluster and exits 0.
 	CertifySurvived = "survived"
 	// CertifyLoud: no bootstrap can converge the cluster (an invalid config,
-	// a PKI mismatch, a lost quorum); a good one says so with a non-zero exit.
+	// a PKI mismatch); a good one says so with a non-zero exit.
 	CertifyLoud = "loud"
 )
 
