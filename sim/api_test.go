@@ -435,3 +435,54 @@ func TestCloseWithAMemberThatNeverGetsReady(t *testing.T) {
 		t.Fatal("Close still waiting after a minute")
 	}
 }
+
+// A hostname in the config (machine.network.hostname, as FR-000's solcp01–03)
+// names the node's etcd member, as on Talos; the others keep their node
+// names.
+func TestHostnameFromTheConfigNamesTheMember(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	sc := newScenario(2)
+	// v1.12 configs hold a HostnameConfig document (auto: stable); a static
+	// hostname replaces it there, as talosctl gen config --config-patch does.
+	sc.Cluster.ConfigPatches = []scenario.ConfigPatch{{Nodes: []string{"cp2"}, Patch: "apiVersion: v1alpha1\nkind: HostnameConfig\nauto: off\nhostname: solcp02\n"}}
+
+	c := simtest.FromScenario(t, sc, 1)
+	nodes := c.Nodes()
+
+	for _, n := range nodes {
+		apply(t, ctx, n)
+	}
+
+	cl, err := talosclient.WithConfig(ctx, c.Talosconfig(), nodes[0].Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close() //nolint:errcheck
+
+	eventually(t, 30*time.Second, func() error { return cl.Bootstrap(ctx, &machine.BootstrapRequest{}) })
+
+	eventually(t, 90*time.Second, func() error {
+		resp, err := cl.EtcdMemberList(ctx, &machine.EtcdMemberListRequest{})
+		if err != nil {
+			return err
+		}
+
+		var names []string
+
+		for _, m := range resp.Messages[0].Members {
+			if !m.IsLearner {
+				names = append(names, m.Hostname)
+			}
+		}
+
+		slices.Sort(names)
+
+		if !slices.Equal(names, []string{"cp1", "solcp02"}) {
+			return fmt.Errorf("voters %v, want cp1 and solcp02", names)
+		}
+
+		return nil
+	})
+}

@@ -187,7 +187,7 @@ func (n *Node) clientURL() string { return fmt.Sprintf("https://%s:2379", n.ip) 
 // etcdArgs is argsForControlPlane: only an empty data directory needs cluster
 // arguments; a non-empty one starts from the WAL with no join and no promotion.
 func (n *Node) etcdArgs(ctx context.Context, bootstrap bool) (etcdStartArgs, error) {
-	self := n.name + "=" + n.peerURL()
+	self := n.Hostname() + "=" + n.peerURL()
 
 	switch {
 	case !n.EtcdDataDirEmpty():
@@ -247,7 +247,7 @@ func (n *Node) buildInitialCluster(ctx context.Context) (etcdStartArgs, error) {
 		for _, m := range list.Members {
 			name := m.Name
 			if m.ID == id {
-				name = n.name
+				name = n.Hostname()
 			}
 
 			for _, u := range m.PeerURLs {
@@ -290,7 +290,7 @@ func (n *Node) addMember(ctx context.Context) (*clientv3.MemberListResponse, uin
 
 	for _, m := range list.Members {
 		// A learner added but never started has no name yet, so it is never matched.
-		if m.Name == n.name {
+		if m.Name == n.Hostname() {
 			if _, err = client.MemberRemove(ctx, m.ID); err != nil {
 				return nil, 0, fmt.Errorf("error removing self from the member list: %w", err)
 			}

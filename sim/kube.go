@@ -118,7 +118,7 @@ func (n *Node) runStaticPod(ctx context.Context, k *kubelet, component string, r
 func (n *Node) kubeNode(dir string) kubecp.Node {
 	return kubecp.Node{
 		Config:     n.Config(),
-		Hostname:   n.name,
+		Hostname:   n.Hostname(),
 		Address:    n.ip,
 		Bind:       n.loopbackTwin(),
 		EtcdServer: fmt.Sprintf("https://%s:%d", n.ip, backendClient),

@@ -141,7 +141,7 @@ func (k *kubelet) podGone(component string) {
 	delete(k.pods, component)
 	k.mu.Unlock()
 
-	id := "kube-system/" + component + "-" + k.n.name
+	id := "kube-system/" + component + "-" + k.n.Hostname()
 	_ = k.n.resources.Destroy(context.Background(), k8s.NewStaticPodStatus(k8s.NamespaceName, id).Metadata()) //nolint:errcheck // absent is fine
 }
 
@@ -404,7 +404,7 @@ func (k *kubelet) postPods(ctx context.Context, client kubernetes.Interface, nod
 
 	for _, ps := range posts {
 		pods := client.CoreV1().Pods("kube-system")
-		mirror := kubecp.MirrorPod(ps.component, k.n.name, node)
+		mirror := kubecp.MirrorPod(ps.component, k.n.Hostname(), node)
 
 		if !ps.mirrored {
 			if _, err := pods.Create(ctx, mirror, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -448,7 +448,7 @@ func (k *kubelet) writeStatuses(ctx context.Context) {
 			continue
 		}
 
-		id := "kube-system/" + component + "-" + k.n.name
+		id := "kube-system/" + component + "-" + k.n.Hostname()
 
 		_ = safe.StateModify(ctx, k.n.resources, k8s.NewStaticPodStatus(k8s.NamespaceName, id), func(r *k8s.StaticPodStatus) error { //nolint:errcheck // the node's own in-memory state
 			r.TypedSpec().PodStatus = m

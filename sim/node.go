@@ -104,8 +104,21 @@ type Node struct {
 	registered chan struct{}
 }
 
-// Hostname implements talosapi.Backend.
-func (n *Node) Hostname() string { return n.name }
+// Hostname implements talosapi.Backend: the applied config's hostname
+// (machine.network.hostname, or the HostnameConfig document from v1.12:
+// config.Container.NetworkHostnameConfig), else the node's name. It names the
+// etcd member and the Kubernetes Node, as on Talos. Differs: a config
+// without one gets the node's name (cp2), not Talos's stable
+// auto-hostname (talos-xxx-yyy).
+func (n *Node) Hostname() string {
+	if cfg := n.Config(); cfg != nil {
+		if hc := cfg.NetworkHostnameConfig(); hc != nil && hc.Hostname() != "" {
+			return hc.Hostname()
+		}
+	}
+
+	return n.name
+}
 
 // Address implements talosapi.Backend.
 func (n *Node) Address() string { return n.ip }
@@ -812,7 +825,7 @@ func (n *Node) writeMachineStatus(stage runtime.MachineStage, ready bool, unmet 
 // embedConfig is the etcd command line Talos builds, as an embed.Config.
 func (n *Node) embedConfig(args etcdStartArgs, out io.Writer) (*embed.Config, error) {
 	cfg := embed.NewConfig()
-	cfg.Name = n.name
+	cfg.Name = n.Hostname()
 	cfg.Dir = n.dataDir
 	cfg.InitialCluster = args.initialCluster
 	cfg.ClusterState = args.clusterState
