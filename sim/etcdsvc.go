@@ -6,10 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"net/netip"
 	"slices"
 	"strings"
 	"time"
 
+	sidenet "github.com/siderolabs/net"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
@@ -71,7 +74,15 @@ func (n *Node) etcdMain(ctx context.Context, run *etcdRun) error {
 
 	svc.update(stateStarting, "Starting service")
 
-	if !n.waitConditions(ctx, svc, etcdWaits) {
+	// Without an etcd spec (no address of the node's in
+	// cluster.etcd.advertisedSubnets, or none to listen on), the wait ends
+	// at the spec and stays there, with no error: nothing writes the spec.
+	waits := etcdWaits
+	if !n.etcdSpecWritten() {
+		waits = append(slices.Clone(etcdWaits[:len(etcdWaits)-1]), "etcd spec")
+	}
+
+	if !n.waitConditions(ctx, svc, waits) || !n.etcdSpecWritten() && !n.sleep(ctx, math.MaxInt64) {
 		// ServiceRunner.Run: the condition's Wait ends with the stop's
 		// cancellation (conditions.WaitForAll collapses to it).
 		return fmt.Errorf("condition failed: %w", context.Canceled)
@@ -597,4 +608,45 @@ func closeEtcd(e *embed.Etcd, kill bool) {
 	}
 
 	e.Close()
+}
+
+// etcdSpecWritten reports whether Talos's EtcdSpecController writes an etcd
+// spec for the node's applied config (controllers/etcd/spec.go): with
+// cluster.etcd.advertisedSubnets set, some current address of the node must
+// be in them (a "!cidr" excludes), and with listenSubnets set some routed
+// address must be in those; with neither, the first routed address is
+// advertised and etcd listens everywhere. Otherwise the controller writes no
+// spec and logs nothing, and the etcd service waits for it forever. The
+// simulated node has one address.
+func (n *Node) etcdSpecWritten() bool {
+	cfg := n.Config()
+	if cfg == nil || cfg.Cluster() == nil || cfg.Cluster().Etcd() == nil {
+		return true
+	}
+
+	addr, err := netip.ParseAddr(n.ip)
+	if err != nil {
+		return true
+	}
+
+	etcd := cfg.Cluster().Etcd()
+
+	advertised := etcd.AdvertisedSubnets()
+	if !slices.ContainsFunc(advertised, func(s string) bool { return !strings.HasPrefix(s, "!") }) {
+		// Not specified (or only exclusions): every address may be advertised.
+		advertised = append([]string{"0.0.0.0/0", "::/0"}, advertised...)
+	}
+
+	adv, err := sidenet.FilterIPs([]netip.Addr{addr}, advertised)
+	if err != nil || len(adv) == 0 {
+		return false
+	}
+
+	if listen := etcd.ListenSubnets(); len(listen) > 0 {
+		if peers, err := sidenet.FilterIPs([]netip.Addr{addr}, listen); err != nil || len(peers) == 0 {
+			return false
+		}
+	}
+
+	return true
 }

@@ -81,6 +81,12 @@ type NodeObservation struct {
 	APIServer *APIServer `json:"apiServer,omitempty"`
 }
 
+// WaitingForEtcdSpec is the etcd service's message while it waits for its
+// etcd spec alone (ServiceRunner.waitFor with the spec's condition left):
+// Talos writes none when no address of the node's is in
+// cluster.etcd.advertisedSubnets (controllers/etcd/spec.go).
+const WaitingForEtcdSpec = "Waiting for etcd spec"
+
 // APIServer is a control plane's Kubernetes API server as a client sees it
 // through the node's address, with the cluster's admin kubeconfig.
 type APIServer struct {

@@ -18,6 +18,7 @@ var publicCodes = []string{
 	"node-in-maintenance", "tls-certificate-required", "pki-mismatch", "split-brain",
 	"peer-url-exists", "config-invalid", "apply-reply-lost", "no-quorum",
 	"api-unreachable", "learner-promotion-pending", "etcd-failed", "etcd-crash-loop",
+	"apiserver-not-in-service", "node-not-ready", "etcd-spec-missing",
 }
 
 func TestCodes(t *testing.T) {

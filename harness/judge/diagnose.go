@@ -44,6 +44,9 @@ type Evidence struct {
 	// EtcdCrashes every look at it that showed new restarts after its task
 	// exited.
 	EtcdFailed  map[string]ServiceAt
+	// SpecWaiting is, per node, since when its etcd service has been
+	// waiting for its etcd spec alone, as long as it still is.
+	SpecWaiting map[string]time.Duration
 	EtcdCrashes map[string][]ServiceAt
 	restarts    map[string]int // the restart count of the last look, per node
 

@@ -53,6 +53,7 @@ func NewEvidence(h history.History, opts Options) *Evidence {
 		refusalsFrom:   map[string]time.Duration{},
 		startedAt:      map[string]time.Duration{},
 		EtcdFailed:     map[string]ServiceAt{},
+		SpecWaiting:    map[string]time.Duration{},
 		EtcdCrashes:    map[string][]ServiceAt{},
 		restarts:       map[string]int{},
 		mode:           map[string]string{},
@@ -180,7 +181,17 @@ func (ev *Evidence) memberships() {
 // waiting to be restarted by restart.Forever.
 func (ev *Evidence) etcdService(n *history.NodeObservation, at time.Duration) {
 	if n.Etcd == nil {
+		delete(ev.SpecWaiting, n.Name)
+
 		return
+	}
+
+	if n.Etcd.State == "Waiting" && n.Etcd.Message == history.WaitingForEtcdSpec {
+		if _, ok := ev.SpecWaiting[n.Name]; !ok {
+			ev.SpecWaiting[n.Name] = at
+		}
+	} else {
+		delete(ev.SpecWaiting, n.Name)
 	}
 
 	switch s := *n.Etcd; {
