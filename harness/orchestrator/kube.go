@@ -9,6 +9,9 @@ import (
 
 	"github.com/siderolabs/talos/pkg/machinery/client"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/talchaos/talchaos/harness/kubeclient"
 	"github.com/talchaos/talchaos/harness/target"
 )
@@ -23,8 +26,10 @@ const kubeMinPoll = 500 * time.Millisecond
 // default` through the cluster endpoint until it lists every control plane.
 // The kubeconfig is asked of from's control planes in turn, one per look,
 // until one serves it: the field's scripts name one node, a careful
-// bootstrap any that answers.
-func waitKubernetesEndpoints(ctx context.Context, env *Env, from []target.Node, every time.Duration) error {
+// bootstrap any that answers. With nodes, it then waits as `talosctl
+// health` does for every node's kubelet to have registered its Node (by
+// its InternalIP) and for each to be Ready.
+func waitKubernetesEndpoints(ctx context.Context, env *Env, from []target.Node, every time.Duration, nodes bool) error {
 	cps := env.controlPlanes()
 
 	env.step(fmt.Sprintf("take the kubeconfig from %s, then wait for the kubernetes endpoints to list the %d control planes", names(from), len(cps)))
@@ -71,7 +76,7 @@ func waitKubernetesEndpoints(ctx context.Context, env *Env, from []target.Node, 
 	// only load the API servers.
 	every = max(every, env.Clock.Talos(kubeMinPoll))
 
-	return env.wait(ctx, condition{what: fmt.Sprintf("the kubernetes endpoints to list %d control planes", len(cps)), log: true, every: every,
+	err := env.wait(ctx, condition{what: fmt.Sprintf("the kubernetes endpoints to list %d control planes", len(cps)), log: true, every: every,
 		check: func(ctx context.Context, attempt int) error {
 			callCtx, cancel := context.WithTimeout(ctx, env.callTimeout())
 			defer cancel()
@@ -105,6 +110,63 @@ func waitKubernetesEndpoints(ctx context.Context, env *Env, from []target.Node, 
 			}
 
 			env.Log.Add("", "orchestrator.wait", fmt.Sprintf("%d/%d endpoints ready", len(cps), len(cps)))
+
+			return nil
+		}})
+	if err != nil || !nodes {
+		return err
+	}
+
+	env.step(fmt.Sprintf("wait for the %d nodes to register their Kubernetes Nodes and report Ready (talosctl health's Kubernetes checks)", len(env.Nodes)))
+
+	return env.wait(ctx, condition{what: fmt.Sprintf("%d Kubernetes Nodes to be Ready", len(env.Nodes)), log: true, every: every,
+		check: func(ctx context.Context, _ int) error {
+			callCtx, cancel := context.WithTimeout(ctx, env.callTimeout())
+			defer cancel()
+
+			list, err := kube.CoreV1().Nodes().List(callCtx, metav1.ListOptions{})
+			if err != nil {
+				return fmt.Errorf("kubectl get nodes: %w", err)
+			}
+
+			ready := map[string]bool{}
+
+			for _, k := range list.Items {
+				for _, a := range k.Status.Addresses {
+					if a.Type != corev1.NodeInternalIP {
+						continue
+					}
+
+					for _, c := range k.Status.Conditions {
+						if c.Type == corev1.NodeReady {
+							ready[a.Address] = c.Status == corev1.ConditionTrue
+						}
+					}
+
+					if _, seen := ready[a.Address]; !seen {
+						ready[a.Address] = false
+					}
+				}
+			}
+
+			var unregistered, notReady []string
+
+			for _, n := range env.Nodes {
+				r, ok := ready[n.Address]
+
+				switch {
+				case !ok:
+					unregistered = append(unregistered, n.Name)
+				case !r:
+					notReady = append(notReady, n.Name)
+				}
+			}
+
+			if len(unregistered)+len(notReady) > 0 {
+				return fmt.Errorf("Nodes not registered [%s], not Ready [%s]", strings.Join(unregistered, " "), strings.Join(notReady, " "))
+			}
+
+			env.Log.Add("", "orchestrator.wait", fmt.Sprintf("%d/%d Nodes Ready", len(env.Nodes), len(env.Nodes)))
 
 			return nil
 		}})

@@ -88,7 +88,7 @@ func (n *Naive) Run(ctx context.Context, env *Env) error {
 		return err
 	}
 
-	return waitKubernetesEndpoints(ctx, env, []target.Node{boot}, naivePoll)
+	return waitKubernetesEndpoints(ctx, env, []target.Node{boot}, naivePoll, false)
 }
 
 // apply sends the node its config through one insecure client. Without

@@ -101,7 +101,7 @@ func (r *Resilient) Run(ctx context.Context, env *Env) error {
 		}
 	}
 
-	return waitKubernetesEndpoints(ctx, env, from, 5*time.Second)
+	return waitKubernetesEndpoints(ctx, env, from, 5*time.Second, true)
 }
 
 // preflight waits until the node answers; it reports whether the node already
