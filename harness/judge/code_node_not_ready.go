@@ -3,6 +3,7 @@ package judge
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/talchaos/talchaos/harness/history"
 	"github.com/talchaos/talchaos/harness/result"
@@ -22,6 +23,11 @@ var _ = register(Code{
 		}
 	},
 })
+
+// kubeletRegisterGrace is how long a running kubelet may take to register its
+// Node before its absence is diagnosed: its node lease's duration (40 s,
+// real time, as Kubernetes runs).
+const kubeletRegisterGrace = 40 * time.Second
 
 // nodeNotReady: in a run with Kubernetes whose API servers could list the
 // Nodes at the end, a node that was configured (it runs a kubelet) whose
@@ -48,6 +54,11 @@ func nodeNotReady(ev *Evidence) []result.Diagnosis {
 		case ok:
 			out = append(out, diag("node-not-ready", n.Name,
 				fmt.Sprintf("%s's Kubernetes Node %s is NotReady", n.Name, k.Name), kubeNodeEvidence(n, &k), ev.Now))
+		case n.Mode == history.ModeConfigured && n.Kubelet != nil && !n.Kubelet.Started.IsZero() &&
+			ev.Final.Wall.Sub(n.Kubelet.Started) < kubeletRegisterGrace:
+			// Its kubelet has run for less than a lease: too soon to say it
+			// never registers (it may be retrying an API server that is not
+			// ready yet).
 		case n.Mode == history.ModeConfigured:
 			out = append(out, diag("node-not-ready", n.Name,
 				fmt.Sprintf("%s has no Kubernetes Node: its kubelet never registered", n.Name), kubeNodeEvidence(n, nil), ev.Now))
