@@ -43,7 +43,7 @@ type Evidence struct {
 	// EtcdFailed is, per node, the first look at its etcd service Failed;
 	// EtcdCrashes every look at it that showed new restarts after its task
 	// exited.
-	EtcdFailed  map[string]ServiceAt
+	EtcdFailed map[string]ServiceAt
 	// SpecWaiting is, per node, since when its etcd service has been
 	// waiting for its etcd spec alone, as long as it still is.
 	SpecWaiting map[string]time.Duration
