@@ -30,18 +30,11 @@ func needKube(t *testing.T) {
 	}
 }
 
-// The real kube-apiserver on every control plane, each on its own etcd
-// member: the kubernetes endpoints list every control plane once all are
-// voters; a rebooted control plane leaves them (its server stops) and comes
-// back once its member is back.
-func TestKubernetesEndpointsFollowTheControlPlanes(t *testing.T) {
-	needKube(t)
-
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-
-	sc := newScenario(3)
-	sc.Cluster.Kubernetes = true
+// bootstrapKubernetes starts the scenario's nodes, applies their configs,
+// bootstraps cp1 and returns the cluster, its admin kubeconfig (as cp1's
+// Talos API serves it) and a client made from it, closed with the test.
+func bootstrapKubernetes(t *testing.T, ctx context.Context, sc *scenario.Scenario) (*sim.Cluster, []byte, *kubeclient.Client) {
+	t.Helper()
 
 	c := simtest.FromScenario(t, sc, 1)
 	nodes := c.Nodes()
@@ -61,7 +54,27 @@ func TestKubernetesEndpointsFollowTheControlPlanes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer kube.Close()
+
+	t.Cleanup(kube.Close)
+
+	return c, kubeconfig, kube
+}
+
+// The real kube-apiserver on every control plane, each on its own etcd
+// member: the kubernetes endpoints list every control plane once all are
+// voters; a rebooted control plane leaves them (its server stops) and comes
+// back once its member is back.
+func TestKubernetesEndpointsFollowTheControlPlanes(t *testing.T) {
+	needKube(t)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+
+	sc := newScenario(3)
+	sc.Cluster.Kubernetes = true
+
+	c, kubeconfig, kube := bootstrapKubernetes(t, ctx, sc)
+	nodes := c.Nodes()
 
 	all := []string{nodes[0].Address, nodes[1].Address, nodes[2].Address}
 	slices.Sort(all)
@@ -164,25 +177,7 @@ func TestKubernetesNodesFollowTheirKubelets(t *testing.T) {
 	sc.Cluster.Kubernetes = true
 	sc.Cluster.ConfigPatches = []scenario.ConfigPatch{{Patch: "cluster:\n  controllerManager:\n    extraArgs:\n      node-monitor-grace-period: 15s\n"}}
 
-	c := simtest.FromScenario(t, sc, 1)
-	nodes := c.Nodes()
-
-	for _, n := range nodes {
-		apply(t, ctx, n)
-	}
-
-	cl := secure(t, ctx, c, nodes[0])
-	eventually(t, 30*time.Second, func() error { return cl.Bootstrap(ctx, &machine.BootstrapRequest{}) })
-
-	var kubeconfig []byte
-
-	eventually(t, 30*time.Second, func() (err error) { kubeconfig, err = cl.Kubeconfig(ctx); return err })
-
-	kube, err := kubeclient.New(kubeconfig, kubeclient.Options{Timeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer kube.Close()
+	c, _, kube := bootstrapKubernetes(t, ctx, sc)
 
 	ready := func(want map[string]corev1.ConditionStatus) func() error {
 		return func() error {

@@ -85,6 +85,8 @@ type staticPod struct {
 	// the mirror pod exists.
 	posted   *corev1.PodStatus
 	mirrored bool
+	// written is the status last written to Talos's StaticPodStatus.
+	written *corev1.PodStatus
 }
 
 func newKubelet(n *Node) *kubelet {
@@ -436,8 +438,11 @@ func (k *kubelet) writeStatuses(ctx context.Context) {
 	k.mu.Lock()
 
 	statuses := map[string]*corev1.PodStatus{}
+
 	for component, p := range k.pods {
-		statuses[component] = p.status(component, k.n.ip)
+		if st := p.status(component, k.n.ip); !reflect.DeepEqual(st, p.written) {
+			statuses[component] = st
+		}
 	}
 
 	k.mu.Unlock()
@@ -450,11 +455,19 @@ func (k *kubelet) writeStatuses(ctx context.Context) {
 
 		id := "kube-system/" + component + "-" + k.n.Hostname()
 
-		_ = safe.StateModify(ctx, k.n.resources, k8s.NewStaticPodStatus(k8s.NamespaceName, id), func(r *k8s.StaticPodStatus) error { //nolint:errcheck // the node's own in-memory state
+		if err := safe.StateModify(ctx, k.n.resources, k8s.NewStaticPodStatus(k8s.NamespaceName, id), func(r *k8s.StaticPodStatus) error {
 			r.TypedSpec().PodStatus = m
 
 			return nil
-		})
+		}); err != nil {
+			continue
+		}
+
+		k.mu.Lock()
+		if p := k.pods[component]; p != nil {
+			p.written = st
+		}
+		k.mu.Unlock()
 	}
 }
 

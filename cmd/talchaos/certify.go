@@ -245,23 +245,7 @@ func runCertify(cmd *cobra.Command, command []string, opts certifyOptions) error
 // certifyRun runs one scenario × seed with command as its orchestrator and
 // classifies it. An error ends certify: bad input, or the run interrupted.
 func certifyRun(cmd *cobra.Command, job certifyJob, command []string, opts certifyOptions) (reports.CertifyRun, error) {
-	sc := *job.sc
-	// The scenario's cluster, faults and what its bootstrap is given (the
-	// bootstrap node, a talosconfig from other secrets); the command in
-	// place of its orchestrator.
-	sc.Orchestrator = scenario.Orchestrator{
-		Name: "exec", Command: command, BootstrapNode: job.sc.Orchestrator.BootstrapNode, Timeout: sc.Expect.Within,
-		Talosconfig: job.sc.Orchestrator.Talosconfig,
-	}
-
-	if opts.timeScale > 0 {
-		sc.TimeScale = opts.timeScale
-	}
-
-	if sc.Certify.Within.Duration > 0 {
-		sc.Expect.Within = sc.Certify.Within
-		sc.Orchestrator.Timeout = sc.Certify.Within
-	}
+	sc := job.sc.ForCertify(scenario.Orchestrator{Name: "exec", Command: command}, opts.timeScale)
 
 	scale := ""
 	if opts.timeScale > 0 {
@@ -275,7 +259,7 @@ func certifyRun(cmd *cobra.Command, job certifyJob, command []string, opts certi
 		return reports.CertifyRun{}, &exitError{code: exitInput, err: err}
 	}
 
-	res, err := harness.Run(cmd.Context(), &sc, harness.Options{
+	res, err := harness.Run(cmd.Context(), sc, harness.Options{
 		Target: tgt, Seed: job.seed, AllowDestructive: opts.allowDestructive, Replay: replay, UntilConverged: true,
 	})
 	if err != nil && harness.IsInputError(err) {

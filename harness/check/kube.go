@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/talchaos/talchaos/harness/history"
@@ -131,38 +129,11 @@ func (o *Observer) pollKube(ctx context.Context, n target.Node) *history.APIServ
 		api.Endpoints = eps
 	}
 
-	if nodes, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); err == nil {
-		api.Nodes = kubeNodes(nodes.Items)
+	if nodes, err := c.Nodes(ctx); err == nil {
+		api.Nodes = nodes
 	}
 
 	return api
-}
-
-// kubeNodes are Nodes as the history keeps them, sorted by name; never nil.
-func kubeNodes(items []corev1.Node) []history.KubeNode {
-	out := []history.KubeNode{}
-
-	for _, n := range items {
-		k := history.KubeNode{Name: n.Name}
-
-		for _, a := range n.Status.Addresses {
-			if a.Type == corev1.NodeInternalIP && k.Address == "" {
-				k.Address = a.Address
-			}
-		}
-
-		for _, c := range n.Status.Conditions {
-			if c.Type == corev1.NodeReady {
-				k.Ready, k.Reason, k.Message = c.Status == corev1.ConditionTrue, c.Reason, c.Message
-			}
-		}
-
-		out = append(out, k)
-	}
-
-	slices.SortFunc(out, func(a, b history.KubeNode) int { return strings.Compare(a.Name, b.Name) })
-
-	return out
 }
 
 // readyzFailure is why /readyz failed: the checks it lists as failed

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -17,6 +18,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/talchaos/talchaos/harness/history"
 )
 
 // Options adjust the client a kubeconfig makes.
@@ -110,4 +113,37 @@ func Addresses(ep *corev1.Endpoints) []string {
 	slices.Sort(out)
 
 	return out
+}
+
+// Nodes is `kubectl get nodes` as the history keeps it: each Node's name,
+// InternalIP and Ready condition, sorted by name; never nil.
+func (c *Client) Nodes(ctx context.Context) ([]history.KubeNode, error) {
+	list, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+
+	out := []history.KubeNode{}
+
+	for _, n := range list.Items {
+		k := history.KubeNode{Name: n.Name}
+
+		for _, a := range n.Status.Addresses {
+			if a.Type == corev1.NodeInternalIP && k.Address == "" {
+				k.Address = a.Address
+			}
+		}
+
+		for _, cond := range n.Status.Conditions {
+			if cond.Type == corev1.NodeReady {
+				k.Ready, k.Reason, k.Message = cond.Status == corev1.ConditionTrue, cond.Reason, cond.Message
+			}
+		}
+
+		out = append(out, k)
+	}
+
+	slices.SortFunc(out, func(a, b history.KubeNode) int { return strings.Compare(a.Name, b.Name) })
+
+	return out, nil
 }

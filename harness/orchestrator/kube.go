@@ -9,9 +9,6 @@ import (
 
 	"github.com/siderolabs/talos/pkg/machinery/client"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/talchaos/talchaos/harness/kubeclient"
 	"github.com/talchaos/talchaos/harness/target"
 )
@@ -124,29 +121,14 @@ func waitKubernetesEndpoints(ctx context.Context, env *Env, from []target.Node, 
 			callCtx, cancel := context.WithTimeout(ctx, env.callTimeout())
 			defer cancel()
 
-			list, err := kube.CoreV1().Nodes().List(callCtx, metav1.ListOptions{})
+			list, err := kube.Nodes(callCtx)
 			if err != nil {
 				return fmt.Errorf("kubectl get nodes: %w", err)
 			}
 
 			ready := map[string]bool{}
-
-			for _, k := range list.Items {
-				for _, a := range k.Status.Addresses {
-					if a.Type != corev1.NodeInternalIP {
-						continue
-					}
-
-					for _, c := range k.Status.Conditions {
-						if c.Type == corev1.NodeReady {
-							ready[a.Address] = c.Status == corev1.ConditionTrue
-						}
-					}
-
-					if _, seen := ready[a.Address]; !seen {
-						ready[a.Address] = false
-					}
-				}
+			for _, k := range list {
+				ready[k.Address] = k.Ready
 			}
 
 			var unregistered, notReady []string

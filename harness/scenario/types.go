@@ -77,6 +77,28 @@ type Certify struct {
 	Within Duration `yaml:"within"`
 }
 
+// ForCertify is a copy of the scenario as `talchaos certify` runs it: its
+// cluster and faults, with orch (a user's command or function) in place of
+// its orchestrator, given what the scenario's was (the bootstrap node, a
+// talosconfig from other secrets) and certify.within (else expect.within)
+// as its time; at timeScale when that is set.
+func (s *Scenario) ForCertify(orch Orchestrator, timeScale float64) *Scenario {
+	c := *s
+
+	if c.Certify.Within.Duration > 0 {
+		c.Expect.Within = c.Certify.Within
+	}
+
+	orch.BootstrapNode, orch.Talosconfig, orch.Timeout = s.Orchestrator.BootstrapNode, s.Orchestrator.Talosconfig, c.Expect.Within
+	c.Orchestrator = orch
+
+	if timeScale > 0 {
+		c.TimeScale = timeScale
+	}
+
+	return &c
+}
+
 // Cluster describes the nodes to create. Node names are cp1..cpN for control planes
 // and w1..wM for workers.
 type Cluster struct {

@@ -92,16 +92,9 @@ func Certify(ctx context.Context, bootstrap Bootstrap, opts CertifyOptions) ([]C
 }
 
 func certifyOne(ctx context.Context, bootstrap Bootstrap, sc *scenario.Scenario, seed int64, opts CertifyOptions) (CertifyResult, error) {
-	run := *sc
-	if opts.TimeScale > 0 {
-		run.TimeScale = opts.TimeScale
-	}
-
-	if run.Certify.Within.Duration > 0 {
-		run.Expect.Within = run.Certify.Within
-	}
-
-	run.Orchestrator.Timeout = run.Expect.Within
+	// The orchestrator's name is the scenario's, for the report: Options'
+	// Orchestrator (the function) bootstraps.
+	run := sc.ForCertify(scenario.Orchestrator{Name: sc.Orchestrator.Name}, opts.TimeScale)
 
 	var userErr error
 
@@ -127,7 +120,7 @@ func certifyOne(ctx context.Context, bootstrap Bootstrap, sc *scenario.Scenario,
 		return userErr
 	}}
 
-	res, err := harness.Run(ctx, &run, harness.Options{Target: sim.Target{}, Seed: seed, Orchestrator: orch, UntilConverged: true})
+	res, err := harness.Run(ctx, run, harness.Options{Target: sim.Target{}, Seed: seed, Orchestrator: orch, UntilConverged: true})
 	if err != nil && harness.IsInputError(err) {
 		return CertifyResult{}, err
 	}
