@@ -281,6 +281,12 @@ func TestBuiltinsAsOnSim(t *testing.T) {
 // a new leader; then the kernel drops cp3's packets to and from cp1 and cp2,
 // and its etcd loses the leader; then cp3 is disconnected from the network and
 // nothing reaches it. The cluster is whole again after each.
+//
+// The faults assume cp2 joins before cp3 (cp3's voter state starts the later
+// ones): cp3 pulls its etcd image for five Talos minutes, so it asks to join
+// well after cp2 took the learner slot. Without it, cp3 once joined first
+// under load: cp1 was paused with only two voters (no quorum, no new leader)
+// and killed when cp2 became a learner, just before the cut that needed it.
 const realFaults = `apiVersion: talchaos/v1
 kind: Scenario
 name: real-faults
@@ -288,6 +294,9 @@ talos: v1.12
 timeScale: 30
 cluster:
   controlPlanes: 3
+  nodes:
+    cp3:
+      etcdImagePull: 5m
 orchestrator:
   name: resilient
 faults:
@@ -320,6 +329,7 @@ func TestRealFaults(t *testing.T) {
 		cp1IDs                      = map[uint64]bool{}
 		lastLeader, leaderAtPause   uint64
 		leaderChanged               bool
+		voterOrder                  []string // nodes in the order their members first reported being voters
 	)
 
 	for _, e := range res.History.Entries {
@@ -341,6 +351,10 @@ func TestRealFaults(t *testing.T) {
 			continue
 		}
 
+		if o.Status != nil && o.Status.MemberID != 0 && !o.Status.IsLearner && !slices.Contains(voterOrder, o.Name) {
+			voterOrder = append(voterOrder, o.Name)
+		}
+
 		if o.Status != nil && o.Status.Leader != 0 {
 			lastLeader = o.Status.Leader
 			leaderChanged = leaderChanged || (active["pause-leader"] && o.Status.Leader != leaderAtPause)
@@ -357,6 +371,10 @@ func TestRealFaults(t *testing.T) {
 			leaderless = leaderless || (active["cut-1-3"] && active["cut-2-3"] && o.Status != nil && o.Status.Leader == 0)
 			cp3Off = cp3Off || (active["isolate-3"] && o.Mode == history.ModeDown)
 		}
+	}
+
+	if len(voterOrder) < 3 || voterOrder[1] != "cp2" {
+		t.Errorf("control planes became voters in the order %v; the faults assume cp1, cp2, cp3", voterOrder)
 	}
 
 	for _, f := range []string{"kill-leader", "pause-leader", "cut-1-3", "cut-2-3", "isolate-3"} {
