@@ -72,6 +72,33 @@ func (inv *Inventory) CheckScenario(sc *scenario.Scenario) error {
 		errs = append(errs, sc.Errorf(g.field, "%s", msg))
 	}
 
+	// A scenario that says where its nodes are must be about these nodes:
+	// each one's inventory address is one of its addresses there.
+	all := sc.Cluster.NodeAddresses()
+
+	for _, name := range sc.Cluster.NodeNames() {
+		addrs := all[name]
+
+		n, ok := inv.Node(name)
+		if !ok || addrs == nil {
+			continue
+		}
+
+		var mine []string
+
+		found := false
+
+		for _, a := range addrs {
+			mine = append(mine, a.Addr.String())
+			found = found || a.Addr.String() == n.Address
+		}
+
+		if !found {
+			errs = append(errs, sc.Errorf("cluster.network", "%s is at %s (%s), not at one of the scenario's addresses for it (%s)",
+				name, n.Address, inv.where(inv.nodeField(name, "address")), strings.Join(mine, ", ")))
+		}
+	}
+
 	switch len(errs) {
 	case 0:
 		return nil

@@ -421,6 +421,30 @@ func TestCheckScenarioRoles(t *testing.T) {
 	}
 }
 
+// A scenario with cluster.network runs on an inventory whose nodes are at
+// one of its addresses each, and names the node that is not.
+func TestCheckScenarioAddresses(t *testing.T) {
+	sc, err := scenario.Parse("S", []byte("apiVersion: talchaos/v1\nkind: Scenario\nname: t\ncluster:\n  controlPlanes: 2\n"+
+		"  network:\n    addresses: [fd00:101::11/64, 10.101.0.11/24]\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	inv := &Inventory{Nodes: []InventoryNode{
+		{Name: "cp1", Role: roleControlPlane, Address: "10.101.0.11"}, {Name: "cp2", Role: roleControlPlane, Address: "fd00:101::12"},
+	}}
+	if err := inv.CheckScenario(sc); err != nil {
+		t.Fatal(err)
+	}
+
+	inv.Nodes[1].Address = "10.101.0.13"
+
+	want := "S:6: cluster.network: cp2 is at 10.101.0.13 (the inventory), not at one of the scenario's addresses for it (fd00:101::12, 10.101.0.12)"
+	if err := inv.CheckScenario(sc); err == nil || err.Error() != want {
+		t.Fatalf("error %v, want\n%s", err, want)
+	}
+}
+
 func TestRedact(t *testing.T) {
 	for in, want := range map[string]string{
 		"yaml: construct errors:\n  line 1: cannot construct !!str `secretv...` into map[string]*config.Context":      "yaml: construct errors: line 1: cannot construct !!str (...) into map[string]*config.Context",

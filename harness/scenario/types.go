@@ -115,6 +115,30 @@ type Cluster struct {
 	// ConfigPatches are applied to the generated machine configs with the
 	// machinery's config patcher, as `talosctl gen config --config-patch` does.
 	ConfigPatches []ConfigPatch `yaml:"configPatches"`
+	// Network gives the nodes the operator's addresses (IPv6, dual-stack)
+	// instead of the sim's loopback block; nil: the target's own.
+	Network *Network `yaml:"network"`
+}
+
+// Network is a cluster's addressing as an operator wrote it: Addresses are
+// cp1's address in each of the nodes' subnets, with the subnet's prefix
+// length (fd00:101::11/64, 10.101.0.11/24); every other node has the next
+// ones, counting up over the control planes, then the workers; the first is
+// the one a node is reached at. Endpoint is the control-plane endpoint's
+// address (cluster.controlPlane.endpoint). A node's further addresses are
+// its override's.
+type Network struct {
+	Addresses []string `yaml:"addresses"`
+	Endpoint  string   `yaml:"endpoint"` // default the first subnet's host 1
+}
+
+// NodeAddress is a further address of a node (a loopback address it
+// announces, a second interface's).
+type NodeAddress struct {
+	Address string `yaml:"address"`
+	// Unrouted: the other nodes cannot reach it (a loopback address no
+	// router announces); a connection to it gets "no route to host".
+	Unrouted bool `yaml:"unrouted"`
 }
 
 // ConfigPatch is a strategic-merge patch (YAML) for some nodes' configs.
@@ -134,6 +158,9 @@ type NodeOverride struct {
 	// created its runner (Talos time; slow disks, a cold container runtime). A
 	// joining node's learner is in the member list, unstarted, all that time.
 	EtcdStartDelay Duration `yaml:"etcdStartDelay"`
+	// Addresses are the node's further addresses, after its address in each
+	// of cluster.network's subnets (which they need).
+	Addresses []NodeAddress `yaml:"addresses"`
 }
 
 // Etcd tunes the embedded etcd members. Zero values mean the real etcd defaults.

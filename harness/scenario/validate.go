@@ -106,7 +106,10 @@ func (v *validator) cluster() {
 		v.duration(p+".etcdImagePull", o.EtcdImagePull)
 		v.duration(p+".bootDelay", o.BootDelay)
 		v.duration(p+".etcdStartDelay", o.EtcdStartDelay)
+		v.listLen(p+".addresses", len(o.Addresses))
 	}
+
+	v.network()
 
 	v.between("cluster.etcd.maxLearners", int64(c.Etcd.MaxLearners), 0, MaxLearners)
 	v.between("cluster.etcd.snapshotCount", int64(min(c.Etcd.SnapshotCount, MaxSnapshotEntries+1)), 0, MaxSnapshotEntries)
