@@ -10,8 +10,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/talchaos/talchaos/harness/target"
 )
 
 // DiscoveryServer is the cluster's discovery registry when nodes run as
@@ -30,11 +28,24 @@ type DiscoveryServer struct {
 	nodes map[string]Affiliate
 }
 
-// Affiliate is one node as it registers.
+// Affiliate is one node as it registers: enough for the etcd join's
+// endpoints, and, once it has a config, what Talos's LocalAffiliateController
+// publishes about it (internal/app/machined/pkg/controllers/cluster/
+// local_affiliate.go).
 type Affiliate struct {
 	Address      string `json:"address"`
 	ControlPlane bool   `json:"controlPlane"`
 	Configured   bool   `json:"configured"`
+
+	NodeID        string `json:"nodeId,omitempty"`
+	Hostname      string `json:"hostname,omitempty"`
+	Nodename      string `json:"nodename,omitempty"`
+	ClusterID     string `json:"clusterId,omitempty"`
+	APIServerPort int    `json:"apiServerPort,omitempty"`
+	// Discovery: cluster discovery is on in the node's config; Published:
+	// and so is its service registry, so other nodes see it.
+	Discovery bool `json:"discovery,omitempty"`
+	Published bool `json:"published,omitempty"`
 }
 
 // NewDiscoveryServer lists endpoints in the order of names (the cluster's).
@@ -43,7 +54,8 @@ func NewDiscoveryServer(names []string) *DiscoveryServer {
 }
 
 // ServeHTTP implements http.Handler: PUT /affiliates/NAME registers, GET
-// /endpoints lists "ip:2379" of every configured control plane.
+// /endpoints lists "ip:2379" of every configured control plane, GET
+// /affiliates every configured node as it registered.
 func (s *DiscoveryServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.Method == http.MethodPut && strings.HasPrefix(r.URL.Path, "/affiliates/"):
@@ -64,6 +76,9 @@ func (s *DiscoveryServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.Method == http.MethodGet && r.URL.Path == "/endpoints":
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(s.Endpoints()) //nolint:errcheck
+	case r.Method == http.MethodGet && r.URL.Path == "/affiliates":
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(s.Affiliates()) //nolint:errcheck
 	default:
 		http.NotFound(w, r)
 	}
@@ -85,6 +100,22 @@ func (s *DiscoveryServer) Endpoints() []string {
 	return out
 }
 
+// Affiliates lists the configured nodes in the cluster's order.
+func (s *DiscoveryServer) Affiliates() []Affiliate {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+
+	out := []Affiliate{}
+
+	for _, name := range s.order {
+		if a, ok := s.nodes[name]; ok && a.Configured {
+			out = append(out, a)
+		}
+	}
+
+	return out
+}
+
 // discoveryClient is a node process's view of the registry. Talos keeps its
 // discovered affiliates as resources: a registry that cannot be reached for a
 // moment leaves the last list in place.
@@ -92,8 +123,9 @@ type discoveryClient struct {
 	base string
 	http http.Client
 
-	mu   sync.Mutex
-	last []string
+	mu             sync.Mutex
+	last           []string
+	lastAffiliates []Affiliate
 }
 
 func (d *discoveryClient) endpoints() ([]string, error) {
@@ -116,6 +148,26 @@ func (d *discoveryClient) endpoints() ([]string, error) {
 	}
 
 	return slices.Clone(d.last), nil
+}
+
+// affiliates is the registry's list of configured nodes; the last one
+// received while it cannot be reached.
+func (d *discoveryClient) affiliates() []Affiliate {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+
+	var list []Affiliate
+
+	err := d.do(ctx, http.MethodGet, "/affiliates", nil, &list)
+
+	d.mu.Lock()
+	defer d.mu.Unlock()
+
+	if err == nil {
+		d.lastAffiliates = list
+	}
+
+	return slices.Clone(d.lastAffiliates)
 }
 
 func (d *discoveryClient) put(ctx context.Context, name string, a Affiliate) error {
@@ -161,7 +213,7 @@ func (n *Node) register() {
 	}
 
 	for {
-		a := Affiliate{Address: n.ip, ControlPlane: n.role == target.ControlPlane, Configured: n.Config() != nil}
+		a := n.affiliate()
 
 		for {
 			ctx, cancel := context.WithTimeout(n.c.ctx, 2*time.Second)
