@@ -18,8 +18,8 @@ const kmsgMaxLineLength = 1024 - 48
 // "%s: %7s: [%s]: %s" from facility, priority, timestamp (RFC 3339, ns) and
 // text. The simulated kernel log holds what machined logs, which on a metal
 // node goes to /dev/kmsg through go-kmsg's writer with no priority prefix, so
-// the kernel files it as user.warning (devkmsg_write's defaults), with tabs
-// made spaces and long lines cut (writer.go). Follow keeps streaming new
+// the kernel files it as user.warning (devkmsg_write's defaults): a record
+// per line, tabs made spaces, long lines cut (writer.go). Follow keeps streaming new
 // records; Tail starts at the end (kmsg.FromTail), so without Follow it
 // sends nothing.
 func (m *machineServer) Dmesg(req *machine.DmesgRequest, srv machine.MachineService_DmesgServer) error {
@@ -34,16 +34,29 @@ func (m *machineServer) Dmesg(req *machine.DmesgRequest, srv machine.MachineServ
 	}
 
 	return buf.StreamTimed(srv.Context(), tail, req.Follow, func(t time.Time, line string) error {
-		return srv.Send(&common.Data{Bytes: kmsgRecord(t, line)})
+		for _, record := range kmsgRecords(t, line) {
+			if err := srv.Send(&common.Data{Bytes: record}); err != nil {
+				return err
+			}
+		}
+
+		return nil
 	})
 }
 
-// kmsgRecord is how Dmesg renders one line machined logged at t.
-func kmsgRecord(t time.Time, line string) []byte {
-	line = strings.ReplaceAll(line, "\t", " ") + "\n"
-	if len(line) > kmsgMaxLineLength {
-		line = line[:kmsgMaxLineLength-4] + "...\n"
+// kmsgRecords is how Dmesg renders what machined logged at t: go-kmsg's
+// writer makes each line of it a record.
+func kmsgRecords(t time.Time, text string) [][]byte {
+	var out [][]byte
+
+	for line := range strings.SplitSeq(text, "\n") {
+		line = strings.ReplaceAll(line, "\t", " ") + "\n"
+		if len(line) > kmsgMaxLineLength {
+			line = line[:kmsgMaxLineLength-4] + "...\n"
+		}
+
+		out = append(out, fmt.Appendf(nil, "%s: %7s: [%s]: %s", "user", "warning", t.UTC().Format(time.RFC3339Nano), line))
 	}
 
-	return fmt.Appendf(nil, "%s: %7s: [%s]: %s", "user", "warning", t.UTC().Format(time.RFC3339Nano), line)
+	return out
 }
