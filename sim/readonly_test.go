@@ -399,7 +399,9 @@ func testDmesg(t *testing.T, ctx context.Context, cl *client.Client, ip string) 
 		}
 	}
 
-	if !slices.ContainsFunc(all, func(r string) bool { return strings.Contains(r, "]: [talos] applied configuration, leaving maintenance mode\n") }) {
+	if !slices.ContainsFunc(all, func(r string) bool {
+		return strings.Contains(r, "]: [talos] applied configuration, leaving maintenance mode\n")
+	}) {
 		t.Errorf("dmesg has no [talos] line of leaving maintenance: %q", all)
 	}
 
@@ -445,7 +447,6 @@ func testDmesg(t *testing.T, ctx context.Context, cl *client.Client, ip string) 
 		t.Errorf("dmesg -f --tail: %q", r)
 	}
 }
-
 
 func resourceDump[T resource.Resource](all func(func(T) bool)) string {
 	var b strings.Builder
