@@ -101,8 +101,8 @@ func (n *Node) syncDiscovery(ctx context.Context, cfg config.Provider) error {
 	}
 
 	return errors.Join(
-		syncAll(ctx, n.resources, cluster.NamespaceName, affiliates),
-		syncAll(ctx, n.resources, cluster.NamespaceName, members),
+		syncAll(ctx, n.resources, cluster.NamespaceName, "cluster.AffiliateMergeController", affiliates),
+		syncAll(ctx, n.resources, cluster.NamespaceName, "cluster.MemberController", members),
 	)
 }
 

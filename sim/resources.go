@@ -118,8 +118,8 @@ func (n *Node) syncBlock(ctx context.Context, cfg config.Provider) error {
 	}
 
 	return errors.Join(
-		syncAll(ctx, n.resources, block.NamespaceName, []*block.Disk{disk}),
-		syncAll(ctx, n.resources, block.NamespaceName, system),
+		syncAll(ctx, n.resources, block.NamespaceName, "block.DisksController", []*block.Disk{disk}),
+		syncAll(ctx, n.resources, block.NamespaceName, "block.SystemDiskController", system),
 	)
 }
 
@@ -201,9 +201,9 @@ func (n *Node) syncNetwork(ctx context.Context, cfg config.Provider) error {
 	}
 
 	return errors.Join(
-		syncAll(ctx, n.resources, network.NamespaceName, []*network.HostnameStatus{hostname}),
-		syncAll(ctx, n.resources, network.NamespaceName, addrs),
-		syncAll(ctx, n.resources, network.NamespaceName, nodeAddrs),
+		syncAll(ctx, n.resources, network.NamespaceName, "network.HostnameSpecController", []*network.HostnameStatus{hostname}),
+		syncAll(ctx, n.resources, network.NamespaceName, "network.AddressStatusController", addrs),
+		syncAll(ctx, n.resources, network.NamespaceName, "network.NodeAddressController", nodeAddrs),
 	)
 }
 
@@ -246,7 +246,7 @@ func (n *Node) syncTime(ctx context.Context, cfg config.Provider) error {
 		st.TypedSpec().SyncDisabled = cfg.NetworkTimeSyncConfig().Disabled()
 	}
 
-	return syncAll(ctx, n.resources, st.Metadata().Namespace(), []*timeres.Status{st})
+	return syncAll(ctx, n.resources, st.Metadata().Namespace(), "time.SyncController", []*timeres.Status{st})
 }
 
 // syncConfig writes the MachineConfigs (the active one as v1alpha1; the one
@@ -279,7 +279,7 @@ func (n *Node) syncConfig(ctx context.Context, cfg, persisted config.Provider) e
 		r.SetMachineType(typ)
 
 		return nil
-	}))
+	}, state.WithUpdateOwner("config.MachineTypeController")))
 
 	var (
 		nodenames  []*k8s.Nodename
@@ -303,8 +303,8 @@ func (n *Node) syncConfig(ctx context.Context, cfg, persisted config.Provider) e
 	}
 
 	errs = append(errs,
-		syncAll(ctx, n.resources, k8s.NamespaceName, nodenames),
-		syncAll(ctx, n.resources, cluster.NamespaceName, identities))
+		syncAll(ctx, n.resources, k8s.NamespaceName, "k8s.NodenameController", nodenames),
+		syncAll(ctx, n.resources, cluster.NamespaceName, "cluster.NodeIdentityController", identities))
 
 	return errors.Join(errs...)
 }
@@ -363,19 +363,19 @@ func (n *Node) nodeID() string {
 }
 
 // destroy removes a resource; one already gone is fine.
-func destroy(ctx context.Context, st state.State, md *resource.Metadata) error {
-	if err := st.Destroy(ctx, md); err != nil && !state.IsNotFoundError(err) {
+func destroy(ctx context.Context, st state.State, md *resource.Metadata, opts ...state.DestroyOption) error {
+	if err := st.Destroy(ctx, md, opts...); err != nil && !state.IsNotFoundError(err) {
 		return err
 	}
 
 	return nil
 }
 
-// syncAll makes the resources of want's type in namespace ns exactly want:
-// each created or updated (a write only when its spec changed), any other
-// instance destroyed. The type comes from the resource definition, so an
-// empty want clears the type.
-func syncAll[S typed.DeepCopyable[S], E typed.Extension](ctx context.Context, st state.State, ns resource.Namespace, want []*typed.Resource[S, E]) error {
+// syncAll makes the resources of want's type in namespace ns exactly want,
+// owned by the controller Talos writes them with: each created or updated
+// (a write only when its spec changed), any other instance destroyed. The
+// type comes from the resource definition, so an empty want clears it.
+func syncAll[S typed.DeepCopyable[S], E typed.Extension](ctx context.Context, st state.State, ns resource.Namespace, owner string, want []*typed.Resource[S, E]) error {
 	keep := map[resource.ID]bool{}
 
 	for _, w := range want {
@@ -385,7 +385,7 @@ func syncAll[S typed.DeepCopyable[S], E typed.Extension](ctx context.Context, st
 			*cur.TypedSpec() = (*w.TypedSpec()).DeepCopy()
 
 			return nil
-		}); err != nil {
+		}, state.WithUpdateOwner(owner)); err != nil {
 			return err
 		}
 	}
@@ -399,7 +399,7 @@ func syncAll[S typed.DeepCopyable[S], E typed.Extension](ctx context.Context, st
 
 	for _, r := range list.Items {
 		if !keep[r.Metadata().ID()] {
-			if err := destroy(ctx, st, r.Metadata()); err != nil {
+			if err := destroy(ctx, st, r.Metadata(), state.WithDestroyOwner(owner)); err != nil {
 				return err
 			}
 		}
