@@ -496,15 +496,11 @@ func (c *Cluster) Resolve(t string) (string, bool, bool) {
 // has registered (received its config), including the asking node itself, on the
 // etcd client port. Nodes stay listed while down, as discovery entries do.
 func (c *Cluster) discoveredEndpoints() ([]string, error) {
-	if c.discovery != nil {
-		return c.discovery.endpoints()
-	}
-
 	var out []string
 
-	for _, n := range c.nodes {
-		if n.role == target.ControlPlane && n.Config() != nil {
-			out = append(out, fmt.Sprintf("%s:%d", n.ip, etcdClientPort))
+	for _, a := range c.affiliates() {
+		if a.ControlPlane {
+			out = append(out, fmt.Sprintf("%s:%d", a.Address, etcdClientPort))
 		}
 	}
 

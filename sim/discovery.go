@@ -3,7 +3,6 @@ package sim
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -14,8 +13,8 @@ import (
 
 // DiscoveryServer is the cluster's discovery registry when nodes run as
 // separate processes: each node registers itself once it holds a config and
-// unregisters when a reset wipes it; a node's etcd join asks it for the control
-// planes' etcd endpoints. Like Talos's discovery service it lives outside the
+// unregisters when a reset wipes it; a node's etcd join takes the control
+// planes' etcd endpoints from it, and its Members the nodes. Like Talos's discovery service it lives outside the
 // nodes, so entries stay while a node is down or cut off, and a partition
 // between two nodes does not hide one from the other.
 //
@@ -54,8 +53,7 @@ func NewDiscoveryServer(names []string) *DiscoveryServer {
 }
 
 // ServeHTTP implements http.Handler: PUT /affiliates/NAME registers, GET
-// /endpoints lists "ip:2379" of every configured control plane, GET
-// /affiliates every configured node as it registered.
+// /affiliates lists every configured node as it registered.
 func (s *DiscoveryServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.Method == http.MethodPut && strings.HasPrefix(r.URL.Path, "/affiliates/"):
@@ -73,31 +71,12 @@ func (s *DiscoveryServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.mu.Unlock()
 
 		w.WriteHeader(http.StatusNoContent)
-	case r.Method == http.MethodGet && r.URL.Path == "/endpoints":
-		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(s.Endpoints()) //nolint:errcheck
 	case r.Method == http.MethodGet && r.URL.Path == "/affiliates":
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(s.Affiliates()) //nolint:errcheck
 	default:
 		http.NotFound(w, r)
 	}
-}
-
-// Endpoints lists the etcd client endpoints of the configured control planes.
-func (s *DiscoveryServer) Endpoints() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-
-	out := []string{}
-
-	for _, name := range s.order {
-		if a, ok := s.nodes[name]; ok && a.ControlPlane && a.Configured {
-			out = append(out, fmt.Sprintf("%s:%d", a.Address, etcdClientPort))
-		}
-	}
-
-	return out
 }
 
 // Affiliates lists the configured nodes in the cluster's order.
@@ -123,31 +102,8 @@ type discoveryClient struct {
 	base string
 	http http.Client
 
-	mu             sync.Mutex
-	last           []string
-	lastAffiliates []Affiliate
-}
-
-func (d *discoveryClient) endpoints() ([]string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-
-	var list []string
-
-	err := d.do(ctx, http.MethodGet, "/endpoints", nil, &list)
-
-	d.mu.Lock()
-	defer d.mu.Unlock()
-
-	if err == nil {
-		d.last = list
-	}
-
-	if len(d.last) == 0 {
-		return nil, errors.New("no controlplane endpoints discovered yet")
-	}
-
-	return slices.Clone(d.last), nil
+	mu   sync.Mutex
+	last []Affiliate
 }
 
 // affiliates is the registry's list of configured nodes; the last one
@@ -164,10 +120,10 @@ func (d *discoveryClient) affiliates() []Affiliate {
 	defer d.mu.Unlock()
 
 	if err == nil {
-		d.lastAffiliates = list
+		d.last = list
 	}
 
-	return slices.Clone(d.lastAffiliates)
+	return slices.Clone(d.last)
 }
 
 func (d *discoveryClient) put(ctx context.Context, name string, a Affiliate) error {
