@@ -43,7 +43,9 @@ type inventory struct {
 
 // TestTalosctlAgainstUp starts `talchaos up` in maintenance mode and drives it
 // with the real talosctl and Talos's own pre-boot checks, like a user would:
-// apply-config, bootstrap, etcd members/status, service, get, logs, version,
+// the reads of a preflight in maintenance (get disks --insecure), apply-config,
+// bootstrap, etcd members/status, service, get, logs, version, what the
+// field's runbooks read (health with no node list, get members, dmesg -f),
 // then Ctrl-C and a check that nothing is left behind.
 func TestTalosctlAgainstUp(t *testing.T) {
 	start := time.Now()
