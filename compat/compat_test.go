@@ -43,7 +43,9 @@ type inventory struct {
 
 // TestTalosctlAgainstUp starts `talchaos up` in maintenance mode and drives it
 // with the real talosctl and Talos's own pre-boot checks, like a user would:
-// apply-config, bootstrap, etcd members/status, service, get, logs, version,
+// the reads of a preflight in maintenance (get disks --insecure), apply-config,
+// bootstrap, etcd members/status, service, get, logs, version, what the
+// field's runbooks read (health with no node list, get members, dmesg -f),
 // then Ctrl-C and a check that nothing is left behind.
 func TestTalosctlAgainstUp(t *testing.T) {
 	start := time.Now()
@@ -161,6 +163,9 @@ func TestTalosctlAgainstUp(t *testing.T) {
 
 	tc := &talosctl{t: t, bin: talosctlBin, talosconfig: talosconfig}
 
+	// 0. What FR-003's preflight reads from a node in maintenance.
+	readOnlyInMaintenance(tc, res, cps[0])
+
 	// 1. apply-config --insecure to every node in maintenance mode.
 	for _, n := range inv.Nodes {
 		out, err := tc.run("apply-config", "--insecure", "-n", n.Address, "-f", filepath.Join(dir, n.Config))
@@ -270,6 +275,11 @@ func TestTalosctlAgainstUp(t *testing.T) {
 	t.Logf("$ precheck --control-planes %s\n%s", strings.Join(cps, ","), pcOut)
 	res.check(err == nil && bytes.Contains(pcOut, []byte("PASS")), "precheck: PreBootSequenceChecks through endpoint %s", cps[0]).detail(err, string(pcOut))
 
+	// 7b. The read-only surface the field's runbooks use (FR-001): health
+	//     with no node list (its nodes from the discovered members), get
+	//     members, dmesg (-f) and friends.
+	readOnlyConfigured(tc, res, inv, false)
+
 	// 8. What a configured node answers a script poking at it, as a real one
 	//    does (issue Step 7, gaps 3 and 4).
 	//
@@ -377,6 +387,145 @@ func TestTalosctlAgainstUp(t *testing.T) {
 	res.check(len(left) == 0, "no talchaos-sim-* temp dir left (%v)", left).detail(nil, "")
 
 	t.Logf("total %s", time.Since(start).Round(time.Millisecond))
+}
+
+// --- the read-only surface (issue 26, item 8) ---
+
+// readOnlyInMaintenance is what a node in maintenance answers the field's
+// preflight reads, as Talos v1.12.6's maintenance service does: its disks,
+// no members (discovery needs the config), the machine config refused to
+// the reader every insecure client is.
+func readOnlyInMaintenance(tc *talosctl, res *results, ip string) {
+	out, err := tc.run("get", "disks", "--insecure", "-n", ip)
+	res.check(err == nil && match(out, `(?m)^NODE\s+NAMESPACE\s+TYPE\s+ID\s+VERSION\s+SIZE\s+READ ONLY\s+TRANSPORT\s+ROTATIONAL\s+WWID\s+MODEL\s+SERIAL\s*$`) &&
+		match(out, `(?m)^\s+runtime\s+Disk\s+sda\s+\d+\s+34 GB\s+false\s+virtio\s+true\s+QEMU HARDDISK\s*$`),
+		"get disks --insecure -n %s (maintenance): sda", ip).detail(err, out)
+
+	out, err = tc.run("get", "members", "--insecure", "-n", ip)
+	res.check(err == nil && strings.TrimSpace(out) == "NODE   NAMESPACE   TYPE   ID   VERSION   HOSTNAME   MACHINE TYPE   OS   ADDRESSES",
+		"get members --insecure -n %s (maintenance): none", ip).detail(err, out)
+
+	out, err = tc.run("get", "machineconfig", "--insecure", "-n", ip)
+	res.check(err != nil && strings.Contains(out, "rpc error: code = PermissionDenied desc = not authorized"),
+		"get machineconfig --insecure -n %s (maintenance): PermissionDenied not authorized", ip).detail(err, out)
+
+	out, err = tc.run("get", "members", "--insecure", "-n", ip, "cp1")
+	res.check(err != nil && strings.Contains(out, "rpc error: code = NotFound desc = resource Members.cluster.talos.dev(cluster/cp1@undefined) doesn't exist"),
+		"get members --insecure -n %s cp1 (maintenance): NotFound", ip).detail(err, out)
+}
+
+// talosChecks are the names of Talos's pre-boot checks (pkg/cluster/check
+// PreBootSequenceChecks), in the order talosctl health runs them.
+var talosChecks = []string{
+	"etcd to be healthy", "etcd members to be consistent across nodes", "etcd members to be control plane nodes",
+	"apid to be ready", "all nodes memory sizes", "all nodes disk sizes", "no diagnostics", "kubelet to be healthy",
+	"all nodes to finish boot sequence",
+}
+
+// checksOK reports whether talosctl health's output has each check OK.
+func checksOK(out string, checks ...string) bool {
+	for _, c := range checks {
+		if !strings.Contains(out, "waiting for "+c+": OK") {
+			return false
+		}
+	}
+
+	return true
+}
+
+// readOnlyConfigured is what a formed cluster answers the field's runbooks
+// (FR-001: `talosctl -n IP health`, `talosctl -n IP dmesg -f`) and the reads
+// around them. Without Kubernetes, health passes Talos's checks and stops
+// at the first Kubernetes one; with it, it passes.
+func readOnlyConfigured(tc *talosctl, res *results, inv *inventory, kubernetes bool) {
+	var cp, name string
+
+	for _, n := range inv.Nodes {
+		if n.Role == "controlplane" && cp == "" {
+			cp, name = n.Address, n.Name
+		}
+	}
+
+	// get members: every node, as the discovery service lists it.
+	out, err := tc.poll(time.Minute, func(out string, err error) bool {
+		return err == nil && strings.Count(out, " Member ") == len(inv.Nodes)
+	}, "-n", cp, "get", "members")
+	ok := err == nil && match(out, `(?m)^NODE\s+NAMESPACE\s+TYPE\s+ID\s+VERSION\s+HOSTNAME\s+MACHINE TYPE\s+OS\s+ADDRESSES\s*$`)
+
+	for _, n := range inv.Nodes {
+		ok = ok && match(out, `(?m)^`+regexp.QuoteMeta(cp)+`\s+cluster\s+Member\s+`+n.Name+`\s+\d+\s+`+n.Name+`\s+`+n.Role+
+			`\s+Talos \(v1\.12\.6\)\s+\["`+regexp.QuoteMeta(n.Address)+`"\]\s*$`)
+	}
+
+	res.check(ok, "-n %s get members: every node, its hostname, type, OS and address", cp).detail(err, out)
+
+	// health with no node list: the nodes come from the members.
+	timeout := "60s"
+	if kubernetes {
+		timeout = "5m"
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+
+	o, err := exec.CommandContext(ctx, tc.bin, "--talosconfig", tc.talosconfig, "-n", cp, "health", "--server=false", "--wait-timeout", timeout).CombinedOutput()
+	out = string(o)
+	tc.t.Logf("$ talosctl -n %s health --server=false --wait-timeout %s\n%s", cp, timeout, out)
+
+	if kubernetes {
+		res.check(err == nil && checksOK(out, talosChecks...) && checksOK(out, "all k8s nodes to report", "all control plane static pods to be running",
+			"all control plane components to be ready", "all k8s nodes to report ready", "all k8s nodes to report schedulable"),
+			"-n %s health --server=false (no node list): every check OK", cp).detail(err, out)
+	} else {
+		res.check(checksOK(out, talosChecks...) && strings.Contains(out, "waiting for all k8s nodes to report: "),
+			"-n %s health --server=false (no node list): Talos's checks OK, then Kubernetes (not running)", cp).detail(err, out)
+	}
+
+	// dmesg: machined's log as kernel records.
+	record := `(?m)^` + regexp.QuoteMeta(cp) + `: user: warning: \[\d{4}-\d\d-\d\dT[\d:.]+Z\]: \[talos\] `
+	out, err = tc.run("-n", cp, "dmesg")
+	res.check(err == nil && match(out, record+`service\[etcd\]\(Running\): Started task etcd`) && allLinesPrefixed(out, cp+": user: warning: ["),
+		"-n %s dmesg: machined's [talos] lines as user.warning kernel records", cp).detail(err, out)
+
+	// dmesg -f: what machined logs from now on too (a bootstrap retried).
+	out, err = tc.follow(30*time.Second, "bootstrap request received", func() {
+		tc.run("-n", cp, "bootstrap") //nolint:errcheck // AlreadyExists: only its log line matters
+	}, "-n", cp, "dmesg", "-f")
+	res.check(err == nil && match(out, record+`bootstrap request received`),
+		"-n %s dmesg -f: follows (a new bootstrap request's line arrives)", cp).detail(err, out)
+
+	for _, read := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"get", "hostname"}, `\s+network\s+HostnameStatus\s+hostname\s+\d+\s+` + name + `\s*$`},
+		{[]string{"get", "nodename"}, `\s+k8s\s+Nodename\s+nodename\s+\d+\s+` + name + `\s*$`},
+		{[]string{"get", "addresses"}, `\s+network\s+AddressStatus\s+eth0/` + regexp.QuoteMeta(cp) + `/24\s+\d+\s+` + regexp.QuoteMeta(cp) + `/24\s+eth0\s*$`},
+		{[]string{"get", "machineconfig"}, `\s+config\s+MachineConfig\s+v1alpha1\s+\d+\s*$`},
+		{[]string{"get", "systemdisk"}, `\s+runtime\s+SystemDisk\s+system-disk\s+\d+\s+sda\s*$`},
+		{[]string{"get", "timestatus"}, `\s+runtime\s+TimeStatus\s+node\s+\d+\s+true\s*$`},
+		{[]string{"time"}, `\s+time\.cloudflare\.com\s+\d{4}-.*UTC\s+\d{4}-.*UTC\s*$`},
+	} {
+		out, err := tc.run(append([]string{"-n", cp}, read.args...)...)
+		res.check(err == nil && match(out, `(?m)^`+regexp.QuoteMeta(cp)+read.want), "-n %s %s", cp, strings.Join(read.args, " ")).detail(err, out)
+	}
+
+	// get staticpods: the control plane's components, with Kubernetes.
+	out, err = tc.run("-n", cp, "get", "staticpods")
+	pods := 0
+
+	for _, c := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
+		if match(out, `(?m)^`+regexp.QuoteMeta(cp)+`\s+k8s\s+StaticPod\s+`+c+`\s+\d+\s*$`) {
+			pods++
+		}
+	}
+
+	if kubernetes {
+		res.check(err == nil && pods == 3, "-n %s get staticpods: the three control-plane components", cp).detail(err, out)
+	} else {
+		res.check(err == nil && pods == 0 && strings.TrimSpace(out) == "NODE   NAMESPACE   TYPE   ID   VERSION",
+			"-n %s get staticpods: none without Kubernetes", cp).detail(err, out)
+	}
 }
 
 // --- the talchaos up process ---
@@ -572,6 +721,47 @@ func (c *talosctl) poll(d time.Duration, done func(string, error) bool, args ...
 
 		time.Sleep(500 * time.Millisecond)
 	}
+}
+
+// follow runs a talosctl command that streams (-f) until a line containing
+// want arrives after act ran, or d passes; it returns what it printed, and
+// an error when want never came.
+func (c *talosctl) follow(d time.Duration, want string, act func(), args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+
+	cmd := exec.CommandContext(ctx, c.bin, append([]string{"--talosconfig", c.talosconfig}, args...)...)
+
+	var out syncBuffer
+
+	cmd.Stdout, cmd.Stderr = &out, &out
+
+	if err := cmd.Start(); err != nil {
+		return "", err
+	}
+
+	defer func() {
+		cancel()
+		cmd.Wait() //nolint:errcheck // killed by the context
+		c.t.Logf("$ talosctl %s   (followed)\n%s", strings.Join(args, " "), out.String())
+	}()
+
+	// What the command printed before act must not count.
+	time.Sleep(2 * time.Second)
+
+	before := out.String()
+
+	act()
+
+	for ctx.Err() == nil {
+		if strings.Contains(strings.TrimPrefix(out.String(), before), want) {
+			return out.String(), nil
+		}
+
+		time.Sleep(200 * time.Millisecond)
+	}
+
+	return out.String(), fmt.Errorf("no %q within %s", want, d)
 }
 
 func errLine(err error) string {
@@ -926,4 +1116,7 @@ func TestKubernetesAgainstUp(t *testing.T) {
 	o, err = health.CombinedOutput()
 	res.check(err == nil && strings.Contains(string(o), "waiting for coredns to report ready: OK"),
 		"talosctl health --server=false (control planes and worker given)").detail(err, string(o))
+
+	// As FR-001's runbook runs it, with no node list; and the other reads.
+	readOnlyConfigured(tc, res, inv, true)
 }

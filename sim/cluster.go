@@ -21,10 +21,6 @@ import (
 	"time"
 
 	"github.com/Shopify/toxiproxy/v2"
-	"github.com/cosi-project/runtime/pkg/state"
-	"github.com/cosi-project/runtime/pkg/state/impl/inmem"
-	"github.com/cosi-project/runtime/pkg/state/impl/namespaced"
-	"github.com/cosi-project/runtime/pkg/state/registry"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 	zlog "github.com/rs/zerolog/log"
@@ -34,8 +30,6 @@ import (
 	"github.com/siderolabs/talos/pkg/machinery/config/generate"
 	"github.com/siderolabs/talos/pkg/machinery/config/generate/secrets"
 	"github.com/siderolabs/talos/pkg/machinery/config/machine"
-	"github.com/siderolabs/talos/pkg/machinery/resources/k8s"
-	"github.com/siderolabs/talos/pkg/machinery/resources/runtime"
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -394,6 +388,7 @@ func (c *Cluster) newNode(ip, name string) (*Node, error) {
 		bootCtx:  c.ctx,
 
 		registered: make(chan struct{}, 1),
+		resync:     make(chan struct{}, 1),
 	}
 
 	if n.override.EtcdImagePull.Duration == 0 {
@@ -418,18 +413,7 @@ func (c *Cluster) newNode(ip, name string) (*Node, error) {
 
 	n.tlsConf.MinVersion = tls.VersionTLS12
 
-	n.resources = state.WrapCore(namespaced.NewState(inmem.Build))
-
-	rr := registry.NewResourceRegistry(n.resources)
-	if err = rr.Register(c.ctx, &runtime.MachineStatus{}); err != nil {
-		return nil, err
-	}
-
-	if err = rr.Register(c.ctx, &runtime.Diagnostic{}); err != nil {
-		return nil, err
-	}
-
-	if err = rr.Register(c.ctx, &k8s.StaticPodStatus{}); err != nil {
+	if n.resources, err = talosapi.NewResources(c.ctx); err != nil {
 		return nil, err
 	}
 
@@ -512,15 +496,11 @@ func (c *Cluster) Resolve(t string) (string, bool, bool) {
 // has registered (received its config), including the asking node itself, on the
 // etcd client port. Nodes stay listed while down, as discovery entries do.
 func (c *Cluster) discoveredEndpoints() ([]string, error) {
-	if c.discovery != nil {
-		return c.discovery.endpoints()
-	}
-
 	var out []string
 
-	for _, n := range c.nodes {
-		if n.role == target.ControlPlane && n.Config() != nil {
-			out = append(out, fmt.Sprintf("%s:%d", n.ip, etcdClientPort))
+	for _, a := range c.affiliates() {
+		if a.ControlPlane {
+			out = append(out, fmt.Sprintf("%s:%d", a.Address, etcdClientPort))
 		}
 	}
 

@@ -3,21 +3,18 @@ package sim
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"slices"
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/talchaos/talchaos/harness/target"
 )
 
 // DiscoveryServer is the cluster's discovery registry when nodes run as
 // separate processes: each node registers itself once it holds a config and
-// unregisters when a reset wipes it; a node's etcd join asks it for the control
-// planes' etcd endpoints. Like Talos's discovery service it lives outside the
+// unregisters when a reset wipes it; a node's etcd join takes the control
+// planes' etcd endpoints from it, and its Members the nodes. Like Talos's discovery service it lives outside the
 // nodes, so entries stay while a node is down or cut off, and a partition
 // between two nodes does not hide one from the other.
 //
@@ -30,11 +27,24 @@ type DiscoveryServer struct {
 	nodes map[string]Affiliate
 }
 
-// Affiliate is one node as it registers.
+// Affiliate is one node as it registers: enough for the etcd join's
+// endpoints, and, once it has a config, what Talos's LocalAffiliateController
+// publishes about it (internal/app/machined/pkg/controllers/cluster/
+// local_affiliate.go).
 type Affiliate struct {
 	Address      string `json:"address"`
 	ControlPlane bool   `json:"controlPlane"`
 	Configured   bool   `json:"configured"`
+
+	NodeID        string `json:"nodeId,omitempty"`
+	Hostname      string `json:"hostname,omitempty"`
+	Nodename      string `json:"nodename,omitempty"`
+	ClusterID     string `json:"clusterId,omitempty"`
+	APIServerPort int    `json:"apiServerPort,omitempty"`
+	// Discovery: cluster discovery is on in the node's config; Published:
+	// and so is its service registry, so other nodes see it.
+	Discovery bool `json:"discovery,omitempty"`
+	Published bool `json:"published,omitempty"`
 }
 
 // NewDiscoveryServer lists endpoints in the order of names (the cluster's).
@@ -43,7 +53,7 @@ func NewDiscoveryServer(names []string) *DiscoveryServer {
 }
 
 // ServeHTTP implements http.Handler: PUT /affiliates/NAME registers, GET
-// /endpoints lists "ip:2379" of every configured control plane.
+// /affiliates lists every configured node as it registered.
 func (s *DiscoveryServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.Method == http.MethodPut && strings.HasPrefix(r.URL.Path, "/affiliates/"):
@@ -61,24 +71,24 @@ func (s *DiscoveryServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.mu.Unlock()
 
 		w.WriteHeader(http.StatusNoContent)
-	case r.Method == http.MethodGet && r.URL.Path == "/endpoints":
+	case r.Method == http.MethodGet && r.URL.Path == "/affiliates":
 		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(s.Endpoints()) //nolint:errcheck
+		json.NewEncoder(w).Encode(s.Affiliates()) //nolint:errcheck
 	default:
 		http.NotFound(w, r)
 	}
 }
 
-// Endpoints lists the etcd client endpoints of the configured control planes.
-func (s *DiscoveryServer) Endpoints() []string {
+// Affiliates lists the configured nodes in the cluster's order.
+func (s *DiscoveryServer) Affiliates() []Affiliate {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 
-	out := []string{}
+	out := []Affiliate{}
 
 	for _, name := range s.order {
-		if a, ok := s.nodes[name]; ok && a.ControlPlane && a.Configured {
-			out = append(out, fmt.Sprintf("%s:%d", a.Address, etcdClientPort))
+		if a, ok := s.nodes[name]; ok && a.Configured {
+			out = append(out, a)
 		}
 	}
 
@@ -93,16 +103,18 @@ type discoveryClient struct {
 	http http.Client
 
 	mu   sync.Mutex
-	last []string
+	last []Affiliate
 }
 
-func (d *discoveryClient) endpoints() ([]string, error) {
+// affiliates is the registry's list of configured nodes; the last one
+// received while it cannot be reached.
+func (d *discoveryClient) affiliates() []Affiliate {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 
-	var list []string
+	var list []Affiliate
 
-	err := d.do(ctx, http.MethodGet, "/endpoints", nil, &list)
+	err := d.do(ctx, http.MethodGet, "/affiliates", nil, &list)
 
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -111,11 +123,7 @@ func (d *discoveryClient) endpoints() ([]string, error) {
 		d.last = list
 	}
 
-	if len(d.last) == 0 {
-		return nil, errors.New("no controlplane endpoints discovered yet")
-	}
-
-	return slices.Clone(d.last), nil
+	return slices.Clone(d.last)
 }
 
 func (d *discoveryClient) put(ctx context.Context, name string, a Affiliate) error {
@@ -161,7 +169,7 @@ func (n *Node) register() {
 	}
 
 	for {
-		a := Affiliate{Address: n.ip, ControlPlane: n.role == target.ControlPlane, Configured: n.Config() != nil}
+		a := n.affiliate()
 
 		for {
 			ctx, cancel := context.WithTimeout(n.c.ctx, 2*time.Second)

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -13,6 +14,11 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/cosi-project/runtime/pkg/safe"
+	"github.com/cosi-project/runtime/pkg/state"
+	"github.com/siderolabs/talos/pkg/machinery/resources/k8s"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/talchaos/talchaos/harness/childproc"
 	"github.com/talchaos/talchaos/harness/scratch"
@@ -97,6 +103,12 @@ func (n *Node) runStaticPod(ctx context.Context, k *kubelet, component string, r
 		return
 	}
 
+	if err := n.writeStaticPod(component, pod); err != nil {
+		fmt.Fprintf(logf, "talchaos: %s static pod resource: %v\n", component, err) //nolint:errcheck
+	}
+
+	defer n.removeStaticPod(component)
+
 	k.podDefined(component)
 	defer k.podGone(component)
 
@@ -111,6 +123,41 @@ func (n *Node) runStaticPod(ctx context.Context, k *kubelet, component string, r
 			fmt.Fprintf(logf, "talchaos: %s exited: %v\n", component, err) //nolint:errcheck
 		}
 	})
+}
+
+// staticPodOwner is the controller that writes Talos's StaticPod resources.
+const staticPodOwner = "k8s.ControlPlaneStaticPodController"
+
+// writeStaticPod writes the StaticPod resource of a component the kubelet
+// runs (id: the component), its pod as kubecp.StaticPod renders it with the
+// config's image.
+func (n *Node) writeStaticPod(component string, pod *kubecp.Pod) error {
+	cfg := n.Config()
+	if cfg == nil || cfg.Cluster() == nil {
+		return errors.New("no cluster config")
+	}
+
+	image := map[string]string{
+		kubecp.APIServer:         cfg.Cluster().APIServer().Image(),
+		kubecp.ControllerManager: cfg.Cluster().ControllerManager().Image(),
+		kubecp.Scheduler:         cfg.Cluster().Scheduler().Image(),
+	}[component]
+
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(kubecp.StaticPod(component, image, pod.Args))
+	if err != nil {
+		return err
+	}
+
+	return safe.StateModify(context.Background(), n.resources, k8s.NewStaticPod(k8s.NamespaceName, component), func(r *k8s.StaticPod) error {
+		r.TypedSpec().Pod = obj
+
+		return nil
+	}, state.WithUpdateOwner(staticPodOwner))
+}
+
+// removeStaticPod removes it when the kubelet no longer runs the pod.
+func (n *Node) removeStaticPod(component string) {
+	_ = destroy(context.Background(), n.resources, k8s.NewStaticPod(k8s.NamespaceName, component).Metadata(), state.WithDestroyOwner(staticPodOwner)) //nolint:errcheck // the state is in memory
 }
 
 // kubeNode is what the node's Kubernetes components are rendered from; dir

@@ -9,15 +9,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cosi-project/runtime/pkg/safe"
 	"github.com/siderolabs/talos/pkg/machinery/api/machine"
+	"github.com/siderolabs/talos/pkg/machinery/resources/k8s"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/talchaos/talchaos/harness/chaos"
 	"github.com/talchaos/talchaos/harness/kubeclient"
 	"github.com/talchaos/talchaos/harness/scenario"
 	"github.com/talchaos/talchaos/sim"
+	"github.com/talchaos/talchaos/sim/kubecp"
 	"github.com/talchaos/talchaos/sim/simtest"
 )
 
@@ -217,4 +221,54 @@ func TestKubernetesNodesFollowTheirKubelets(t *testing.T) {
 	}
 
 	eventually(t, 90*time.Second, ready(map[string]corev1.ConditionStatus{"cp1": corev1.ConditionTrue, "w1": corev1.ConditionTrue}))
+}
+
+// A control plane running Kubernetes holds Talos's StaticPod resources
+// (`talosctl get staticpods`), one per component its kubelet runs, as
+// ControlPlaneStaticPodController renders them: name, labels, priority
+// class, host network, the config's image, /usr/local/bin/<component>.
+func TestStaticPodResources(t *testing.T) {
+	needKube(t)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	sc := newScenario(1)
+	sc.Cluster.Kubernetes = true
+
+	c, _, _ := bootstrapKubernetes(t, ctx, sc)
+	cl := secure(t, ctx, c, c.Nodes()[0])
+
+	eventually(t, time.Minute, func() error {
+		list, err := safe.StateListAll[*k8s.StaticPod](ctx, cl.COSI)
+		if err != nil {
+			return err
+		}
+
+		var got []string
+
+		for r := range list.All() {
+			var pod corev1.Pod
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(r.TypedSpec().Pod, &pod); err != nil {
+				return err
+			}
+
+			id := r.Metadata().ID()
+			ctr := pod.Spec.Containers
+
+			if pod.Name != id || pod.Namespace != "kube-system" || pod.Labels["k8s-app"] != id || pod.Labels["app.kubernetes.io/managed-by"] != "Talos" ||
+				pod.Spec.PriorityClassName != "system-cluster-critical" || !pod.Spec.HostNetwork || len(ctr) != 1 ||
+				ctr[0].Image != "registry.k8s.io/"+id+":"+kubecp.Version || ctr[0].Command[0] != "/usr/local/bin/"+id || r.Metadata().Owner() != "k8s.ControlPlaneStaticPodController" {
+				return fmt.Errorf("static pod %s: %+v", id, pod)
+			}
+
+			got = append(got, id)
+		}
+
+		if want := []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler"}; !slices.Equal(got, want) {
+			return fmt.Errorf("static pods %v, want %v", got, want)
+		}
+
+		return nil
+	})
 }

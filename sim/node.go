@@ -81,6 +81,9 @@ type Node struct {
 	// persisted is the config the next boot starts with (STATE), when it is
 	// not the active one (a staged or tried config); nil: the active one.
 	persisted config.Provider
+	// persistedNow is the config last persisted in this boot (Talos's
+	// MachineConfig "persistent"): by the maintenance service or an apply.
+	persistedNow config.Provider
 	// rollback reverts a config applied in try mode.
 	rollback    *time.Timer
 	accepting   bool
@@ -102,6 +105,8 @@ type Node struct {
 
 	// registered wakes the registration with discovery (node processes).
 	registered chan struct{}
+	// resync wakes the node's controllers (resources.go).
+	resync chan struct{}
 }
 
 // Hostname implements talosapi.Backend: the applied config's hostname
@@ -173,7 +178,7 @@ func (n *Node) AcceptConfig(cfg config.Provider) {
 		}
 
 		n.mu.Lock()
-		n.cfg = cfg
+		n.cfg, n.persistedNow = cfg, cfg
 		n.mu.Unlock()
 		n.saveState()
 
@@ -206,6 +211,7 @@ func (n *Node) ApplyConfig(_ context.Context, cfg config.Provider, mode machine.
 	default:
 		n.cfg, n.persisted = cfg, nil
 	}
+	n.persistedNow = cfg
 	n.mu.Unlock()
 	n.saveState()
 
@@ -241,7 +247,10 @@ func (n *Node) TryConfig(cfg config.Provider, timeout time.Duration) error {
 		n.mu.Lock()
 		n.cfg = previous
 		n.mu.Unlock()
+		n.c.wakeAll()
 	})
+
+	defer n.c.wakeAll()
 
 	return nil
 }
@@ -581,6 +590,7 @@ func (n *Node) boot() error {
 	n.bootCtx, n.bootCancel = ctx, cancel
 	n.booted = true
 	n.ready = false
+	n.persistedNow = nil // machined's resources are in memory
 	hasConfig := n.cfg != nil
 	n.mu.Unlock()
 
@@ -593,6 +603,14 @@ func (n *Node) boot() error {
 	} else {
 		n.setStage(runtime.MachineStageMaintenance)
 	}
+
+	// The resources are there before the API answers, as machined's
+	// controllers run before apid starts.
+	if err := n.syncResources(ctx); err != nil {
+		return err
+	}
+
+	n.goBoot(func() { n.runControllers(ctx) })
 
 	if err := n.api.Start(); err != nil {
 		return err

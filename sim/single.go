@@ -139,6 +139,9 @@ func NewNodeProcess(ctx context.Context, spec NodeSpec) (_ *Cluster, err error) 
 // saveState persists the config the next boot starts with, when the node runs
 // as a process, and tells discovery; Talos writes STATE before it answers.
 func (n *Node) saveState() {
+	// Every node's discovery and resources follow a config change.
+	n.c.wakeAll()
+
 	if !n.c.single {
 		return
 	}

@@ -43,6 +43,8 @@ var rules = map[string]role.Set{
 	"/cosi.resource.State/List":                     readers,
 	"/cosi.resource.State/Watch":                    readers,
 	"/storage.StorageService/Disks":                 readers,
+	"/time.TimeService/Time":                        readers,
+	"/time.TimeService/TimeCheck":                   readers,
 }
 
 // maintenanceAllowed are the calls a v1.13+ maintenance node answers to anyone;

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"time"
 )
 
 // LogBuffer is a bounded, followable log of one service, like the circular
@@ -13,7 +14,8 @@ import (
 type LogBuffer struct {
 	mu      sync.Mutex
 	lines   []string
-	dropped int // lines evicted from the front; keeps follower offsets stable
+	times   []time.Time // when each line was appended (the kernel log's timestamps)
+	dropped int         // lines evicted from the front; keeps follower offsets stable
 	max     int
 	notify  chan struct{}
 	tee     io.Writer
@@ -75,9 +77,12 @@ func (b *LogBuffer) Append(line string) {
 	}
 
 	b.lines = append(b.lines, line)
+	b.times = append(b.times, time.Now())
+
 	if len(b.lines) > b.max {
 		n := len(b.lines) - b.max
 		b.lines = append([]string(nil), b.lines[n:]...)
+		b.times = append([]time.Time(nil), b.times[n:]...)
 		b.dropped += n
 	}
 
@@ -92,7 +97,7 @@ func (b *LogBuffer) Reset() {
 	defer b.mu.Unlock()
 
 	b.dropped += len(b.lines)
-	b.lines = nil
+	b.lines, b.times = nil, nil
 }
 
 // Lines returns a copy of the buffered lines.
@@ -106,6 +111,11 @@ func (b *LogBuffer) Lines() []string {
 // Stream sends the last tail lines (all when tail < 0), then, when follow is set,
 // every new line until ctx ends.
 func (b *LogBuffer) Stream(ctx context.Context, tail int, follow bool, send func(string) error) error {
+	return b.StreamTimed(ctx, tail, follow, func(_ time.Time, line string) error { return send(line) })
+}
+
+// StreamTimed is Stream with the time each line was appended.
+func (b *LogBuffer) StreamTimed(ctx context.Context, tail int, follow bool, send func(time.Time, string) error) error {
 	b.mu.Lock()
 	start := 0
 	if tail >= 0 && tail < len(b.lines) {
@@ -117,18 +127,16 @@ func (b *LogBuffer) Stream(ctx context.Context, tail int, follow bool, send func
 
 	for {
 		b.mu.Lock()
-		idx := pos - b.dropped
-		if idx < 0 {
-			idx = 0
-		}
+		idx := max(pos-b.dropped, 0)
 
 		pending := append([]string(nil), b.lines[idx:]...)
+		times := append([]time.Time(nil), b.times[idx:]...)
 		pos = b.dropped + len(b.lines)
 		wait := b.notify
 		b.mu.Unlock()
 
-		for _, l := range pending {
-			if err := send(l); err != nil {
+		for i, l := range pending {
+			if err := send(times[i], l); err != nil {
 				return err
 			}
 		}

@@ -12,10 +12,12 @@ import (
 	"time"
 
 	cosiv1alpha1 "github.com/cosi-project/runtime/api/v1alpha1"
+	"github.com/cosi-project/runtime/pkg/state"
 	cosiserver "github.com/cosi-project/runtime/pkg/state/protobuf/server"
 	"github.com/siderolabs/crypto/x509"
 	"github.com/siderolabs/talos/pkg/machinery/api/machine"
 	"github.com/siderolabs/talos/pkg/machinery/api/storage"
+	timeapi "github.com/siderolabs/talos/pkg/machinery/api/time"
 	"github.com/siderolabs/talos/pkg/machinery/config"
 	"github.com/siderolabs/talos/pkg/machinery/constants"
 	"github.com/siderolabs/talos/pkg/machinery/role"
@@ -164,14 +166,24 @@ func (s *Server) Start() error {
 		grpc.ForceServerCodec(passthroughCodec{}),
 	)
 
-	resources := cosiserver.NewState(s.opts.Backend.Resources())
-	cosiv1alpha1.RegisterStateServer(srv, resources)
+	// Both machined and the maintenance service serve their resources
+	// through Talos's access policy; a maintenance client is a reader
+	// (authz.ReadOnlyWithAdminOnSiderolink, maintenance_service.go).
+	roles := Roles
+	if mode == "maintenance" {
+		roles = func(context.Context) role.Set { return role.MakeSet(role.Reader) }
+	}
+
+	st := s.opts.Backend.Resources()
+	cosiv1alpha1.RegisterStateServer(srv, cosiserver.NewState(state.WrapCore(state.Filter(st, accessPolicy(st, roles)))))
 	storage.RegisterStorageServiceServer(srv, &storageServer{s: s})
 
+	// The maintenance service serves no TimeService (maintenance_service.go).
 	if mode == "maintenance" {
 		machine.RegisterMachineServiceServer(srv, &maintenanceServer{s: s})
 	} else {
 		machine.RegisterMachineServiceServer(srv, &machineServer{s: s})
+		timeapi.RegisterTimeServiceServer(srv, &timeServer{s: s})
 	}
 
 	done := make(chan struct{})

@@ -142,6 +142,50 @@ func NodeObject(n Node, controlPlane bool) *corev1.Node {
 	return node
 }
 
+// staticPodLabels are the labels ControlPlaneStaticPodController's manage*
+// give a control plane's static pod.
+func staticPodLabels(component string) map[string]string {
+	return map[string]string{
+		"tier":                         "control-plane",
+		"k8s-app":                      component,
+		"component":                    component,
+		"app.kubernetes.io/name":       component,
+		"app.kubernetes.io/version":    Version[1:],
+		"app.kubernetes.io/component":  "control-plane",
+		"app.kubernetes.io/managed-by": "Talos",
+	}
+}
+
+// systemCriticalPriority is the priority of system-cluster-critical.
+const systemCriticalPriority = int32(2000000000)
+
+// StaticPod is the pod Talos's StaticPod resource holds for a control-plane
+// component (controllers/k8s/control_plane_static_pod.go manage*): its
+// name, labels, priority, host network and one container running
+// /usr/local/bin/<component> with args, from image. Left out: the
+// annotations of secrets and config versions, env, volumes, resources and
+// security contexts (the sim runs the component as a host process).
+func StaticPod(component, image string, args []string) *corev1.Pod {
+	return &corev1.Pod{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      component,
+			Namespace: "kube-system",
+			Labels:    staticPodLabels(component),
+		},
+		Spec: corev1.PodSpec{
+			Priority:          ptr(systemCriticalPriority),
+			PriorityClassName: "system-cluster-critical",
+			Containers: []corev1.Container{{
+				Name:    component,
+				Image:   image,
+				Command: append([]string{"/usr/local/bin/" + component}, args...),
+			}},
+			HostNetwork: true,
+		},
+	}
+}
+
 // MirrorPod is the mirror pod kubelet posts for a static pod on node, with
 // the labels manage* give the pod and kubelet's mirror annotations.
 func MirrorPod(component, hash string, node *corev1.Node) *corev1.Pod {
@@ -149,15 +193,7 @@ func MirrorPod(component, hash string, node *corev1.Node) *corev1.Pod {
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      component + "-" + node.Name,
 			Namespace: "kube-system",
-			Labels: map[string]string{
-				"tier":                         "control-plane",
-				"k8s-app":                      component,
-				"component":                    component,
-				"app.kubernetes.io/name":       component,
-				"app.kubernetes.io/version":    Version[1:],
-				"app.kubernetes.io/component":  "control-plane",
-				"app.kubernetes.io/managed-by": "Talos",
-			},
+			Labels:    staticPodLabels(component),
 			Annotations: map[string]string{
 				MirrorAnnotation:              hash,
 				"kubernetes.io/config.hash":   hash,
@@ -171,7 +207,7 @@ func MirrorPod(component, hash string, node *corev1.Node) *corev1.Pod {
 			NodeName:          node.Name,
 			HostNetwork:       true,
 			PriorityClassName: "system-cluster-critical",
-			Priority:          ptr(int32(2000000000)),
+			Priority:          ptr(systemCriticalPriority),
 			Containers:        []corev1.Container{{Name: component, Image: "registry.k8s.io/" + component + ":" + Version}},
 			Tolerations:       []corev1.Toleration{{Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}},
 		},
