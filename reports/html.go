@@ -371,7 +371,7 @@ func stateOf(no *history.NodeObservation, main history.Cluster, n history.Node) 
 	}
 
 	if n.Role == target.ControlPlane {
-		if m, ok := main.Member(n.Name, n.Address); ok {
+		if m, ok := main.MemberOf(no); ok {
 			switch {
 			case m.IsLearner && m.Hostname == "":
 				s.member = "member-unstarted"

@@ -75,6 +75,11 @@ type Cluster struct {
 
 	net netState
 
+	// netAddrs are the nodes' addresses under cluster.network (netaddr.go);
+	// netRelease gives them back to the process's other clusters.
+	netAddrs   map[string][]scenario.Address
+	netRelease func()
+
 	// kube are the Kubernetes binaries when the scenario runs Kubernetes
 	// (kube.go); kubeLB balances the control-plane endpoint.
 	kube   kubecp.Binaries
@@ -136,6 +141,12 @@ func NewClusterWith(ctx context.Context, sc *scenario.Scenario, seed int64, opts
 		return nil, err
 	}
 
+	if sc.Cluster.Network != nil {
+		if err = c.setUpNetwork(ctx); err != nil {
+			return nil, err
+		}
+	}
+
 	if c.kube.Hyperkube != "" {
 		if err = addHostAddrs(c.block, len(sc.Cluster.NodeNames())); err != nil {
 			return nil, err
@@ -160,7 +171,7 @@ func NewClusterWith(ctx context.Context, sc *scenario.Scenario, seed int64, opts
 
 	names := sc.Cluster.NodeNames()
 	for i, name := range names {
-		n, err := c.newNode(c.nodeIP(i), name)
+		n, err := c.newNode(c.nodeIP(i), name, i)
 		if err != nil {
 			return nil, fmt.Errorf("node %s: %w", name, err)
 		}
@@ -175,6 +186,10 @@ func NewClusterWith(ctx context.Context, sc *scenario.Scenario, seed int64, opts
 
 		if err = n.newGate(); err != nil {
 			return nil, fmt.Errorf("node %s: peer gate: %w", n.name, err)
+		}
+
+		if err = n.startRelays(); err != nil {
+			return nil, fmt.Errorf("node %s: %w", n.name, err)
 		}
 	}
 
@@ -248,7 +263,13 @@ func claimBlock(want int) (int, net.Listener, error) {
 	return 0, nil, errors.New("no free loopback block 127.0.10-239.0/24")
 }
 
-func (c *Cluster) nodeIP(i int) string { return fmt.Sprintf("%s.%d.%d", c.hostPrefix(), c.block, i+2) }
+func (c *Cluster) nodeIP(i int) string {
+	if c.netAddrs != nil {
+		return c.netAddrs[c.sc.Cluster.NodeNames()[i]][0].Addr.String()
+	}
+
+	return fmt.Sprintf("%s.%d.%d", c.hostPrefix(), c.block, i+2)
+}
 
 // hostPrefix is the first two octets of the cluster's addresses: loopback,
 // or with Kubernetes, addresses it accepts (hostaddr.go).
@@ -269,6 +290,9 @@ func (c *Cluster) generateConfigs() error {
 	}
 
 	c.endpoint = fmt.Sprintf("https://%s.%d.1:%d", c.hostPrefix(), c.block, kubePort)
+	if n := c.sc.Cluster.Network; n != nil {
+		c.endpoint = "https://" + net.JoinHostPort(n.EndpointAddr().String(), strconv.Itoa(kubePort))
+	}
 
 	cfgs, err := GenerateConfigs(c.sc, c.profile, ips, c.endpoint)
 	if err != nil {
@@ -374,11 +398,13 @@ func GenerateConfigs(sc *scenario.Scenario, profile Profile, ips map[string]stri
 	return out, nil
 }
 
-func (c *Cluster) newNode(ip, name string) (*Node, error) {
+func (c *Cluster) newNode(ip, name string, index int) (*Node, error) {
 	n := &Node{
 		c:        c,
 		name:     name,
+		index:    index,
 		ip:       ip,
+		addrs:    c.nodeAddresses(name, ip),
 		role:     target.Worker,
 		override: c.sc.Cluster.Nodes[name],
 		dir:      filepath.Join(c.dir, name),
@@ -403,7 +429,7 @@ func (c *Cluster) newNode(ip, name string) (*Node, error) {
 
 	var err error
 
-	if n.pki, err = writeEtcdPKI(filepath.Join(n.dir, "pki"), c.bundle.Certs.Etcd, name, n.ip); err != nil {
+	if n.pki, err = writeEtcdPKI(filepath.Join(n.dir, "pki"), c.bundle.Certs.Etcd, name, n.addrList()); err != nil {
 		return nil, err
 	}
 
@@ -420,7 +446,7 @@ func (c *Cluster) newNode(ip, name string) (*Node, error) {
 	n.api, err = talosapi.New(talosapi.Options{
 		Backend: n,
 		Profile: c.profile.Name,
-		Listen:  fmt.Sprintf("%s:%d", n.ip, backendAPIPort),
+		Listen:  net.JoinHostPort(n.ip, strconv.Itoa(backendAPIPort)),
 		Version: c.profile.Version,
 		Router:  c,
 		// trustd on the control planes signs workers' API certificates with the OS CA.
@@ -478,14 +504,14 @@ func (n *Node) startProxies() error {
 // Resolve implements talosapi.Router: nodes are addressed by IP or hostname.
 func (c *Cluster) Resolve(t string) (string, bool, bool) {
 	for _, n := range c.nodes {
-		if n.ip == t || n.name == t {
-			return fmt.Sprintf("%s:%d", n.ip, apiPort), false, true
+		if n.hasAddress(t) || n.name == t {
+			return net.JoinHostPort(n.ip, strconv.Itoa(apiPort)), false, true
 		}
 	}
 
 	for name, ip := range c.peers {
 		if ip == t || name == t {
-			return fmt.Sprintf("%s:%d", ip, apiPort), false, true
+			return net.JoinHostPort(ip, strconv.Itoa(apiPort)), false, true
 		}
 	}
 
@@ -499,8 +525,12 @@ func (c *Cluster) discoveredEndpoints() ([]string, error) {
 	var out []string
 
 	for _, a := range c.affiliates() {
+		// k8s.EndpointController: every address of every control-plane
+		// member (GetEndpoints joins each with the client port).
 		if a.ControlPlane {
-			out = append(out, fmt.Sprintf("%s:%d", a.Address, etcdClientPort))
+			for _, addr := range a.published() {
+				out = append(out, net.JoinHostPort(addr, strconv.Itoa(etcdClientPort)))
+			}
 		}
 	}
 
@@ -536,11 +566,13 @@ func (c *Cluster) Nodes() []target.Node {
 
 	for _, n := range c.nodes {
 		out = append(out, target.Node{
-			Name:     n.name,
-			Role:     n.role,
-			Address:  n.ip,
-			Endpoint: fmt.Sprintf("%s:%d", n.ip, apiPort),
-			Config:   slices.Clone(c.configs[n.name]),
+			Name:      n.name,
+			Role:      n.role,
+			Address:   n.ip,
+			Addresses: n.Addresses()[1:],
+			Hostname:  ConfigHostname(n.name, c.configs[n.name]),
+			Endpoint:  net.JoinHostPort(n.ip, strconv.Itoa(apiPort)),
+			Config:    slices.Clone(c.configs[n.name]),
 		})
 	}
 
@@ -582,6 +614,10 @@ func (c *Cluster) Close() error {
 		}
 
 		for _, n := range c.nodes {
+			for _, p := range n.relays {
+				p.Stop()
+			}
+
 			for _, p := range n.proxies {
 				p.Stop()
 			}
@@ -594,6 +630,8 @@ func (c *Cluster) Close() error {
 		if c.kube.Hyperkube != "" && c.claim != nil {
 			removeHostAddrs(c.block)
 		}
+
+		c.tearDownNetwork()
 
 		if c.claim != nil {
 			c.claim.Close() //nolint:errcheck
@@ -616,7 +654,7 @@ func (c *Cluster) EtcdClient(ctx context.Context, node string) (*clientv3.Client
 	}
 
 	return clientv3.New(clientv3.Config{
-		Endpoints:   []string{fmt.Sprintf("%s:%d", n.ip, etcdClientPort)},
+		Endpoints:   []string{net.JoinHostPort(n.ip, strconv.Itoa(etcdClientPort))},
 		DialTimeout: 2 * time.Second,
 		Context:     ctx,
 		TLS:         n.tlsConf.Clone(),

@@ -32,9 +32,12 @@ type DiscoveryServer struct {
 // publishes about it (internal/app/machined/pkg/controllers/cluster/
 // local_affiliate.go).
 type Affiliate struct {
-	Address      string `json:"address"`
-	ControlPlane bool   `json:"controlPlane"`
-	Configured   bool   `json:"configured"`
+	// Address is the node's main address, Addresses all it publishes (its
+	// routed addresses: LocalAffiliateController), the main one first.
+	Address      string   `json:"address"`
+	Addresses    []string `json:"addresses,omitempty"`
+	ControlPlane bool     `json:"controlPlane"`
+	Configured   bool     `json:"configured"`
 
 	NodeID        string `json:"nodeId,omitempty"`
 	Hostname      string `json:"hostname,omitempty"`

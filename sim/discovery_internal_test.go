@@ -3,7 +3,7 @@ package sim
 import (
 	"context"
 	"net/http/httptest"
-	"slices"
+	"reflect"
 	"testing"
 )
 
@@ -40,7 +40,7 @@ func TestDiscoveryAffiliates(t *testing.T) {
 		{"registry gone: the last list", []Affiliate{cp2, w1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := d.affiliates(); !slices.Equal(got, tc.want) {
+			if got := d.affiliates(); !reflect.DeepEqual(got, tc.want) {
 				t.Fatalf("got %+v, want %+v", got, tc.want)
 			}
 

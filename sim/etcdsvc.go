@@ -7,12 +7,10 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net/netip"
 	"slices"
 	"strings"
 	"time"
 
-	sidenet "github.com/siderolabs/net"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
@@ -78,11 +76,11 @@ func (n *Node) etcdMain(ctx context.Context, run *etcdRun) error {
 	// cluster.etcd.advertisedSubnets, or none to listen on), the wait ends
 	// at the spec and stays there, with no error: nothing writes the spec.
 	waits := etcdWaits
-	if !n.etcdSpecWritten() {
+	if _, ok := n.etcdSpec(); !ok {
 		waits = append(slices.Clone(etcdWaits[:len(etcdWaits)-1]), "etcd spec")
 	}
 
-	if !n.waitConditions(ctx, svc, waits) || !n.etcdSpecWritten() && !n.sleep(ctx, math.MaxInt64) {
+	if _, ok := n.etcdSpec(); !n.waitConditions(ctx, svc, waits) || !ok && !n.sleep(ctx, math.MaxInt64) {
 		// ServiceRunner.Run: the condition's Wait ends with the stop's
 		// cancellation (conditions.WaitForAll collapses to it).
 		return fmt.Errorf("condition failed: %w", context.Canceled)
@@ -192,13 +190,16 @@ type etcdStartArgs struct {
 	voterClientURLs []string
 }
 
-func (n *Node) peerURL() string   { return fmt.Sprintf("https://%s:2380", n.ip) }
-func (n *Node) clientURL() string { return fmt.Sprintf("https://%s:2379", n.ip) }
-
 // etcdArgs is argsForControlPlane: only an empty data directory needs cluster
 // arguments; a non-empty one starts from the WAL with no join and no promotion.
 func (n *Node) etcdArgs(ctx context.Context, bootstrap bool) (etcdStartArgs, error) {
-	self := n.Hostname() + "=" + n.peerURL()
+	// formatClusterURLs: the node's name with each of its peer URLs.
+	var urls []string
+	for _, u := range n.peerURLs() {
+		urls = append(urls, n.Hostname()+"="+u)
+	}
+
+	self := strings.Join(urls, ",")
 
 	switch {
 	case !n.EtcdDataDirEmpty():
@@ -238,7 +239,7 @@ func (n *Node) buildInitialCluster(ctx context.Context) (etcdStartArgs, error) {
 			lastNag = time.Now()
 
 			n.machined.Printf("etcd is waiting to join the cluster, if this node is the first node in the cluster, please run `talosctl bootstrap` against one of the following IPs:")
-			n.machined.Printf("[%s]", n.ip)
+			n.machined.Printf("%s", n.currentAddrsLog())
 		}
 
 		attemptCtx, cancel := context.WithTimeout(ctx, n.c.clock.WallAtLeast(p.JoinAttemptTimeout, joinAttemptFloor))
@@ -308,7 +309,7 @@ func (n *Node) addMember(ctx context.Context) (*clientv3.MemberListResponse, uin
 		}
 	}
 
-	addrs := []string{n.peerURL()}
+	addrs := n.peerURLs()
 
 	add, err := client.MemberAddAsLearner(ctx, addrs)
 	if err != nil {
@@ -389,7 +390,10 @@ func (n *Node) promoteLoop(ctx context.Context, memberID uint64, voterClientURLs
 // promoteVotersFirst is main's loop: voting members first, own endpoints dropped,
 // each endpoint bounded on its own.
 func (n *Node) promoteVotersFirst(ctx context.Context, memberID uint64, voterClientURLs, discovered []string) error {
-	self := map[string]bool{fmt.Sprintf("%s:2379", n.ip): true}
+	self := map[string]bool{}
+	for _, u := range n.clientURLs() {
+		self[strings.TrimPrefix(u, "https://")] = true
+	}
 	seen := map[string]bool{}
 
 	var errs []error
@@ -608,45 +612,4 @@ func closeEtcd(e *embed.Etcd, kill bool) {
 	}
 
 	e.Close()
-}
-
-// etcdSpecWritten reports whether Talos's EtcdSpecController writes an etcd
-// spec for the node's applied config (controllers/etcd/spec.go): with
-// cluster.etcd.advertisedSubnets set, some current address of the node must
-// be in them (a "!cidr" excludes), and with listenSubnets set some routed
-// address must be in those; with neither, the first routed address is
-// advertised and etcd listens everywhere. Otherwise the controller writes no
-// spec and logs nothing, and the etcd service waits for it forever. The
-// simulated node has one address.
-func (n *Node) etcdSpecWritten() bool {
-	cfg := n.Config()
-	if cfg == nil || cfg.Cluster() == nil || cfg.Cluster().Etcd() == nil {
-		return true
-	}
-
-	addr, err := netip.ParseAddr(n.ip)
-	if err != nil {
-		return true
-	}
-
-	etcd := cfg.Cluster().Etcd()
-
-	advertised := etcd.AdvertisedSubnets()
-	if !slices.ContainsFunc(advertised, func(s string) bool { return !strings.HasPrefix(s, "!") }) {
-		// Not specified (or only exclusions): every address may be advertised.
-		advertised = append([]string{"0.0.0.0/0", "::/0"}, advertised...)
-	}
-
-	adv, err := sidenet.FilterIPs([]netip.Addr{addr}, advertised)
-	if err != nil || len(adv) == 0 {
-		return false
-	}
-
-	if listen := etcd.ListenSubnets(); len(listen) > 0 {
-		if peers, err := sidenet.FilterIPs([]netip.Addr{addr}, listen); err != nil || len(peers) == 0 {
-			return false
-		}
-	}
-
-	return true
 }

@@ -52,12 +52,11 @@ const (
 
 // loopbackTwin is where a node's backends sit behind its proxies when they
 // must be reached from a loopback source (its etcd peer listener, its API
-// server): the node's address moved to 127.1.0.0/16, which is on the
-// loopback interface as well and not used by node addresses.
+// server): 127.1.<block>.<node>, on the loopback interface as well and not
+// used by node addresses (the node's own address moved there when it is
+// 198.18.<block>.<node>).
 func (n *Node) loopbackTwin() string {
-	ip := net.ParseIP(n.ip).To4()
-
-	return fmt.Sprintf("127.1.%d.%d", ip[2], ip[3])
+	return fmt.Sprintf("127.1.%d.%d", n.c.block, n.index+2)
 }
 
 // Kubernetes reports whether the cluster runs Kubernetes (cluster.kubernetes).

@@ -18,7 +18,7 @@ import (
 // hostname (FQDN), nodename, the control plane's API server port and its
 // addresses (routed node addresses without Kubernetes ones: the node's IP).
 func (n *Node) affiliate() Affiliate {
-	a := Affiliate{Address: n.ip, ControlPlane: n.role == target.ControlPlane}
+	a := Affiliate{Address: n.ip, Addresses: n.Addresses(), ControlPlane: n.role == target.ControlPlane}
 
 	cfg := n.Config()
 	if cfg == nil {
@@ -108,9 +108,15 @@ func (n *Node) syncDiscovery(ctx context.Context, cfg config.Provider) error {
 
 // affiliateResources are the Affiliate and the Member Talos makes of a.
 func (n *Node) affiliateResources(a Affiliate) (*cluster.Affiliate, *cluster.Member, error) {
-	addr, err := netip.ParseAddr(a.Address)
-	if err != nil {
-		return nil, nil, fmt.Errorf("affiliate %s: %w", a.Hostname, err)
+	var addrs []netip.Addr
+
+	for _, s := range a.published() {
+		addr, err := netip.ParseAddr(s)
+		if err != nil {
+			return nil, nil, fmt.Errorf("affiliate %s: %w", a.Hostname, err)
+		}
+
+		addrs = append(addrs, addr)
 	}
 
 	typ := machine.TypeWorker
@@ -128,15 +134,25 @@ func (n *Node) affiliateResources(a Affiliate) (*cluster.Affiliate, *cluster.Mem
 
 	aff := cluster.NewAffiliate(cluster.NamespaceName, a.NodeID)
 	*aff.TypedSpec() = cluster.AffiliateSpec{
-		NodeID: a.NodeID, Addresses: []netip.Addr{addr}, Hostname: a.Hostname, Nodename: a.Nodename,
+		NodeID: a.NodeID, Addresses: addrs, Hostname: a.Hostname, Nodename: a.Nodename,
 		OperatingSystem: os, MachineType: typ, ControlPlane: cp,
 	}
 
 	mem := cluster.NewMember(cluster.NamespaceName, a.Nodename)
 	*mem.TypedSpec() = cluster.MemberSpec{
-		NodeID: a.NodeID, Addresses: []netip.Addr{addr}, Hostname: a.Hostname,
+		NodeID: a.NodeID, Addresses: addrs, Hostname: a.Hostname,
 		MachineType: typ, OperatingSystem: os, ControlPlane: cp,
 	}
 
 	return aff, mem, nil
+}
+
+// published are the addresses an affiliate publishes (one registered by an
+// older node process carries only its main one).
+func (a Affiliate) published() []string {
+	if len(a.Addresses) > 0 {
+		return a.Addresses
+	}
+
+	return []string{a.Address}
 }

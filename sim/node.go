@@ -9,9 +9,11 @@ import (
 	"io"
 	"io/fs"
 	"math/rand/v2"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,6 +23,7 @@ import (
 	"github.com/cosi-project/runtime/pkg/state"
 	"github.com/siderolabs/talos/pkg/machinery/api/machine"
 	"github.com/siderolabs/talos/pkg/machinery/config"
+	"github.com/siderolabs/talos/pkg/machinery/config/configloader"
 	"github.com/siderolabs/talos/pkg/machinery/resources/runtime"
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -60,8 +63,14 @@ type Node struct {
 	pki      *etcdPKI
 	tlsConf  *tls.Config // etcd admin client TLS, as Talos's own etcd clients use
 
-	api       *talosapi.Server
-	gate      *netfault.Gate // on the peer proxy: cuts peer traffic by sender
+	api  *talosapi.Server
+	gate *netfault.Gate // on the peer proxy: cuts peer traffic by sender
+	// index is the node's place in the cluster (cp1 0, ...).
+	index int
+	// addrs are the node's addresses, ip's first (netaddr.go); relays serve
+	// the further routed ones.
+	addrs     []scenario.Address
+	relays    []*toxiproxy.Proxy
 	proxies   map[target.Port]*toxiproxy.Proxy
 	machined  *talosapi.LogBuffer
 	etcdLog   *talosapi.LogBuffer
@@ -116,13 +125,37 @@ type Node struct {
 // without one gets the node's name (cp2), not Talos's stable
 // auto-hostname (talos-xxx-yyy).
 func (n *Node) Hostname() string {
-	if cfg := n.Config(); cfg != nil {
-		if hc := cfg.NetworkHostnameConfig(); hc != nil && hc.Hostname() != "" {
+	if h := hostnameIn(n.Config()); h != "" {
+		return h
+	}
+
+	return n.name
+}
+
+// hostnameIn is the static hostname a config sets, or "".
+func hostnameIn(cfg config.Provider) string {
+	if cfg != nil {
+		if hc := cfg.NetworkHostnameConfig(); hc != nil {
 			return hc.Hostname()
 		}
 	}
 
-	return n.name
+	return ""
+}
+
+// ConfigHostname is the hostname the node named name takes from its
+// machine config, when that is not name: the name of its etcd member.
+func ConfigHostname(name string, data []byte) string {
+	cfg, err := configloader.NewFromBytes(data)
+	if err != nil {
+		return ""
+	}
+
+	if h := hostnameIn(cfg); h != name {
+		return h
+	}
+
+	return ""
 }
 
 // Address implements talosapi.Backend.
@@ -331,7 +364,9 @@ func (n *Node) EtcdClient(ctx context.Context, local bool) (*clientv3.Client, er
 }
 
 // EtcdClientEndpoint implements talosapi.Backend.
-func (n *Node) EtcdClientEndpoint() string { return fmt.Sprintf("%s:%d", n.ip, backendClient) }
+func (n *Node) EtcdClientEndpoint() string {
+	return net.JoinHostPort(n.ip, strconv.Itoa(backendClient))
+}
 
 func (n *Node) clusterClient(ctx context.Context) (*clientv3.Client, error) {
 	endpoints, err := n.c.discoveredEndpoints()
@@ -854,10 +889,19 @@ func (n *Node) embedConfig(args etcdStartArgs, out io.Writer) (*embed.Config, er
 		return *u
 	}
 
-	cfg.ListenPeerUrls = []url.URL{parse(fmt.Sprintf("https://%s:%d", n.peerBackendHost(), backendPeerPort))}
-	cfg.AdvertisePeerUrls = []url.URL{parse(n.peerURL())}
-	cfg.ListenClientUrls = []url.URL{parse(fmt.Sprintf("https://%s:%d", n.ip, backendClient))}
-	cfg.AdvertiseClientUrls = []url.URL{parse(n.clientURL())}
+	parseAll := func(ss []string) []url.URL {
+		out := make([]url.URL, 0, len(ss))
+		for _, s := range ss {
+			out = append(out, parse(s))
+		}
+
+		return out
+	}
+
+	cfg.ListenPeerUrls = []url.URL{parse("https://" + net.JoinHostPort(n.peerBackendHost(), strconv.Itoa(backendPeerPort)))}
+	cfg.AdvertisePeerUrls = parseAll(n.peerURLs())
+	cfg.ListenClientUrls = []url.URL{parse("https://" + net.JoinHostPort(n.ip, strconv.Itoa(backendClient)))}
+	cfg.AdvertiseClientUrls = parseAll(n.clientURLs())
 	cfg.ListenMetricsUrls = nil
 
 	cfg.ClientTLSInfo = transport.TLSInfo{
@@ -967,7 +1011,7 @@ func (n *Node) peerBackendHost() string {
 	switch {
 	case n.c.single:
 		return "127.0.0.1"
-	case n.c.kube.Hyperkube != "":
+	case n.c.kube.Hyperkube != "" || n.c.netAddrs != nil:
 		return n.loopbackTwin()
 	}
 

@@ -141,7 +141,7 @@ func tcpAddr(addr string) net.Addr {
 
 func (c *Cluster) nodeByIP(ip string) *Node {
 	for _, n := range c.nodes {
-		if n.ip == ip {
+		if n.hasAddress(ip) {
 			return n
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	stdx509 "crypto/x509"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"time"
@@ -24,7 +25,7 @@ type etcdPKI struct {
 	AdminKey   string
 }
 
-func writeEtcdPKI(dir string, ca *x509.PEMEncodedCertificateAndKey, hostname, ip string) (*etcdPKI, error) {
+func writeEtcdPKI(dir string, ca *x509.PEMEncodedCertificateAndKey, hostname string, addrs []netip.Addr) (*etcdPKI, error) {
 	authority, err := x509.NewCertificateAuthorityFromCertificateAndKey(ca)
 	if err != nil {
 		return nil, fmt.Errorf("etcd CA: %w", err)
@@ -40,7 +41,15 @@ func writeEtcdPKI(dir string, ca *x509.PEMEncodedCertificateAndKey, hostname, ip
 	}
 
 	both := []stdx509.ExtKeyUsage{stdx509.ExtKeyUsageServerAuth, stdx509.ExtKeyUsageClientAuth}
-	ips := []net.IP{net.ParseIP(ip), net.ParseIP("127.0.0.1")}
+	// Talos's etcd certificates (etcd.PKIController through
+	// x509.NewCertificateAndKey with the node's addresses): every address
+	// of the node, and 127.0.0.1 for its local clients.
+	ips := make([]net.IP, 0, len(addrs)+1)
+	for _, a := range addrs {
+		ips = append(ips, a.AsSlice())
+	}
+
+	ips = append(ips, net.ParseIP("127.0.0.1"))
 
 	issue := func(name string, opts ...x509.Option) (string, string, error) {
 		opts = append(opts, x509.NotAfter(time.Now().Add(24*time.Hour)))

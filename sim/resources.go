@@ -123,17 +123,6 @@ func (n *Node) syncBlock(ctx context.Context, cfg config.Provider) error {
 	)
 }
 
-// nodePrefix is the node's address on its simulated NIC: every cluster's
-// nodes share a /24 (127.0.B.0/24, 198.18.B.0/24, 10.213.N.0/24).
-func (n *Node) nodePrefix() (netip.Prefix, error) {
-	addr, err := netip.ParseAddr(n.ip)
-	if err != nil {
-		return netip.Prefix{}, err
-	}
-
-	return netip.PrefixFrom(addr, 24), nil
-}
-
 // syncNetwork writes HostnameStatus (HostnameStatusController: the config's
 // hostname, else the node's name where Talos makes talos-xxx-yyy),
 // AddressStatus (AddressStatusController: lo's addresses and the node's on
@@ -142,11 +131,6 @@ func (n *Node) nodePrefix() (netip.Prefix, error) {
 // filters NodeAddressFilterController makes of the pod and service CIDRs).
 // The node's address is treated as a NIC's, though the sim puts it on lo.
 func (n *Node) syncNetwork(ctx context.Context, cfg config.Provider) error {
-	prefix, err := n.nodePrefix()
-	if err != nil {
-		return err
-	}
-
 	hostname := network.NewHostnameStatus(network.NamespaceName, network.HostnameID)
 	hostname.TypedSpec().Hostname = n.Hostname()
 
@@ -155,7 +139,23 @@ func (n *Node) syncNetwork(ctx context.Context, cfg config.Provider) error {
 	addrs := []*network.AddressStatus{
 		addressStatus("lo", 1, lo4, nethelpers.ScopeHost),
 		addressStatus("lo", 1, lo6, nethelpers.ScopeHost),
-		addressStatus("eth0", 2, prefix, nethelpers.ScopeGlobal),
+	}
+
+	// The node's address in each subnet on a NIC of its own (eth0, eth1,
+	// ...: the sim's one block is a /24); a further host address
+	// (cluster.nodes.*.addresses, /32 or /128) on lo, as an announced
+	// loopback address is.
+	nic := uint32(0)
+
+	for _, a := range n.addrs {
+		if a.Bits == a.Addr.BitLen() {
+			addrs = append(addrs, addressStatus("lo", 1, a.Prefix(), nethelpers.ScopeGlobal))
+
+			continue
+		}
+
+		addrs = append(addrs, addressStatus(fmt.Sprintf("eth%d", nic), 2+nic, a.Prefix(), nethelpers.ScopeGlobal))
+		nic++
 	}
 
 	algorithm := nethelpers.AddressSortAlgorithmV1
@@ -171,26 +171,33 @@ func (n *Node) syncNetwork(ctx context.Context, cfg config.Provider) error {
 		return r
 	}
 
-	mine := []netip.Prefix{prefix}
+	mine := n.nodePrefixes(cfg)
+	// The default: the first address of the alphabetically first link
+	// (eth0 before lo).
 	nodeAddrs := []*network.NodeAddress{
-		nodeAddress(network.NodeAddressDefaultID, mine),
+		nodeAddress(network.NodeAddressDefaultID, []netip.Prefix{n.addrs[0].Prefix()}),
 		nodeAddress(network.NodeAddressCurrentID, mine),
 		nodeAddress(network.NodeAddressRoutedID, mine),
 		nodeAddress(network.NodeAddressAccumulativeID, mine),
 	}
 
 	if cfg != nil && cfg.Cluster() != nil {
-		inK8s := false
+		filtered := map[string][]netip.Prefix{k8s.NodeAddressFilterNoK8s: nil, k8s.NodeAddressFilterOnlyK8s: nil}
 
-		for _, cidr := range append(cfg.Cluster().Network().PodCIDRs(), cfg.Cluster().Network().ServiceCIDRs()...) {
-			if p, err := netip.ParsePrefix(cidr); err == nil && p.Contains(prefix.Addr()) {
-				inK8s = true
+		for _, p := range mine {
+			inK8s := false
+
+			for _, cidr := range append(cfg.Cluster().Network().PodCIDRs(), cfg.Cluster().Network().ServiceCIDRs()...) {
+				if c, err := netip.ParsePrefix(cidr); err == nil && c.Contains(p.Addr()) {
+					inK8s = true
+				}
 			}
-		}
 
-		filtered := map[string][]netip.Prefix{k8s.NodeAddressFilterNoK8s: mine, k8s.NodeAddressFilterOnlyK8s: nil}
-		if inK8s {
-			filtered = map[string][]netip.Prefix{k8s.NodeAddressFilterNoK8s: nil, k8s.NodeAddressFilterOnlyK8s: mine}
+			if inK8s {
+				filtered[k8s.NodeAddressFilterOnlyK8s] = append(filtered[k8s.NodeAddressFilterOnlyK8s], p)
+			} else {
+				filtered[k8s.NodeAddressFilterNoK8s] = append(filtered[k8s.NodeAddressFilterNoK8s], p)
+			}
 		}
 
 		for filter, prefixes := range filtered {

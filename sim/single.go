@@ -94,7 +94,7 @@ func NewNodeProcess(ctx context.Context, spec NodeSpec) (_ *Cluster, err error) 
 
 	c.toxi = toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop())
 
-	n, err := c.newNode(ip, spec.Name)
+	n, err := c.newNode(ip, spec.Name, slices.Index(spec.Scenario.Cluster.NodeNames(), spec.Name))
 	if err != nil {
 		return nil, err
 	}

@@ -203,6 +203,8 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 
+	cliArgs = args
+
 	root := newRoot()
 	root.SetArgs(args)
 	root.SetOut(&stdoutWriter{w: stdout, cancel: cancel})

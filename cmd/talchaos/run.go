@@ -243,6 +243,12 @@ func runScenario(cmd *cobra.Command, arg string, opts runOptions) error {
 		return writeAndExit(out, opts.reportDir, withError(res, err), exitInput, err)
 	}
 
+	if needsNetns(tgt.Name(), sc) {
+		if ok, err := runInNetns(cmd); ok {
+			return err
+		}
+	}
+
 	reapLeftovers(cmd.ErrOrStderr())
 
 	fmt.Fprintf(out, "talchaos: running %s on %s (seed %d, talos %s, %s)\n", sc.Name, tgt.Name(), opts.seed, sc.Talos, harness.ScaleNote(sc, tgt))

@@ -49,8 +49,12 @@ func profileRank(p Profile) int {
 type Backend interface {
 	// Hostname is the node's hostname (also the etcd member name).
 	Hostname() string
-	// Address is the node's IP address, as it appears in certificates and member lists.
+	// Address is the node's main IP address, where it is reached.
 	Address() string
+	// Addresses are all the node's IP addresses, its main one first: its
+	// API certificate names them all (Talos's APICertSANs: the node's
+	// addresses).
+	Addresses() []string
 	// Config is the applied machine configuration; nil while in maintenance.
 	Config() config.Provider
 

@@ -83,7 +83,7 @@ func New(opts Options) (*Server, error) {
 
 	kp, err := x509.NewKeyPair(ca,
 		x509.ECDSA(true),
-		x509.IPAddresses([]net.IP{net.ParseIP(opts.Backend.Address())}),
+		x509.IPAddresses(ipList(opts.Backend.Addresses())),
 		x509.DNSNames([]string{opts.Backend.Hostname()}),
 		x509.CommonName(opts.Backend.Hostname()),
 		x509.ExtKeyUsage([]stdx509.ExtKeyUsage{stdx509.ExtKeyUsageServerAuth}),
@@ -266,7 +266,7 @@ func (s *Server) configuredTLS(cfg config.Provider) (*tls.Config, error) {
 	}
 
 	kp, err := x509.NewKeyPair(ca,
-		x509.IPAddresses([]net.IP{net.ParseIP(s.opts.Backend.Address())}),
+		x509.IPAddresses(ipList(s.opts.Backend.Addresses())),
 		x509.DNSNames([]string{s.opts.Backend.Hostname()}),
 		x509.CommonName(s.opts.Backend.Hostname()),
 		// apid forwards requests to other nodes with this certificate, impersonating the caller.
@@ -320,4 +320,14 @@ func (s *Server) hookUnary(ctx context.Context, req any, info *grpc.UnaryServerI
 	}
 
 	return (*h)(ctx, info.FullMethod, func(ctx context.Context) (any, error) { return handler(ctx, req) })
+}
+
+// ipList parses a backend's addresses for a certificate.
+func ipList(addrs []string) []net.IP {
+	out := make([]net.IP, 0, len(addrs))
+	for _, a := range addrs {
+		out = append(out, net.ParseIP(a))
+	}
+
+	return out
 }

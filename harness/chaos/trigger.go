@@ -99,7 +99,7 @@ func member(v View, node string) (history.Member, bool) {
 	n := v.Obs.Nodes[node]
 
 	for _, c := range v.Obs.Clusters() {
-		if m, ok := c.Member(node, n.Address); ok {
+		if m, ok := c.MemberOf(n); ok {
 			return m, true
 		}
 	}

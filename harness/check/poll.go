@@ -201,7 +201,7 @@ func (o *Observer) pollNode(ctx context.Context, n target.Node, etcd bool) *hist
 	ctx, cancel := context.WithTimeout(ctx, pollTimeout)
 	defer cancel()
 
-	no := &history.NodeObservation{Name: n.Name, Address: n.Address, Role: n.Role, Mode: history.ModeUnknown}
+	no := &history.NodeObservation{Name: n.Name, Address: n.Address, Hostname: n.Hostname, Addresses: n.Addresses, Role: n.Role, Mode: history.ModeUnknown}
 	c := o.clients[n.Name]
 
 	configured := func(svcs *machine.ServiceListResponse) *history.NodeObservation {

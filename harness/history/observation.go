@@ -3,6 +3,7 @@ package history
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -63,14 +64,19 @@ type EtcdStatus struct {
 
 // NodeObservation is one node at one poll.
 type NodeObservation struct {
-	Name     string      `json:"name"`
-	Address  string      `json:"address"`
-	Role     target.Role `json:"role"`
-	Mode     string      `json:"mode"`
-	APIError string      `json:"apiError,omitempty"` // the error that decided Mode when not configured
-	Stage    string      `json:"stage,omitempty"`
-	Etcd     *Service    `json:"etcd,omitempty"`
-	Kubelet  *Service    `json:"kubelet,omitempty"`
+	Name    string `json:"name"`
+	Address string `json:"address"`
+	// Hostname is the hostname the node's config gives it, when that is not
+	// its name: its etcd member's name. Addresses are its further
+	// addresses, which its member's peer URLs may name.
+	Hostname  string      `json:"hostname,omitempty"`
+	Addresses []string    `json:"addresses,omitempty"`
+	Role      target.Role `json:"role"`
+	Mode      string      `json:"mode"`
+	APIError  string      `json:"apiError,omitempty"` // the error that decided Mode when not configured
+	Stage     string      `json:"stage,omitempty"`
+	Etcd      *Service    `json:"etcd,omitempty"`
+	Kubelet   *Service    `json:"kubelet,omitempty"`
 	// Members is the member list the node's local etcd member reports (QueryLocal).
 	Members    []Member    `json:"members,omitempty"`
 	MembersErr string      `json:"membersError,omitempty"`
@@ -221,8 +227,33 @@ func (c Cluster) Voters() int {
 // Learners counts learner members.
 func (c Cluster) Learners() int { return len(c.Members) - c.Voters() }
 
-// Member finds the member named hostname, or with the node's peer URL.
-func (c Cluster) Member(hostname, address string) (Member, bool) {
+// MemberOf finds the node's member: the one its own etcd reports being (its
+// status's member ID), else the one named as the node's hostname, else one
+// with a peer URL on one of the node's addresses.
+func (c Cluster) MemberOf(n *NodeObservation) (Member, bool) {
+	if n == nil {
+		return Member{}, false
+	}
+
+	if n.Status != nil && n.Status.MemberID != 0 {
+		for _, m := range c.Members {
+			if m.ID == n.Status.MemberID {
+				return m, true
+			}
+		}
+	}
+
+	hostname := n.Hostname
+	if hostname == "" {
+		hostname = n.Name
+	}
+
+	return c.Member(hostname, append([]string{n.Address}, n.Addresses...)...)
+}
+
+// Member finds the member named hostname, or with a peer URL on one of the
+// addresses.
+func (c Cluster) Member(hostname string, addresses ...string) (Member, bool) {
 	for _, m := range c.Members {
 		if m.Hostname == hostname && hostname != "" {
 			return m, true
@@ -231,7 +262,7 @@ func (c Cluster) Member(hostname, address string) (Member, bool) {
 
 	for _, m := range c.Members {
 		for _, u := range m.PeerURLs {
-			if HostOf(u) == address {
+			if a := HostOf(u); a != "" && slices.Contains(addresses, a) {
 				return m, true
 			}
 		}

@@ -32,7 +32,7 @@ func apiUnreachable(ev *Evidence) []result.Diagnosis {
 
 		msg := n.Name + "'s Talos API does not answer"
 
-		if m, ok := main.Member(n.Name, n.Address); ok {
+		if m, ok := main.MemberOf(n); ok {
 			kind := "a voting member"
 			if m.IsLearner {
 				kind = "a learner"

@@ -76,7 +76,7 @@ func apiserverEvidence(n *history.NodeObservation, main history.Cluster) string 
 		}
 	}
 
-	switch m, ok := main.Member(n.Name, n.Address); {
+	switch m, ok := main.MemberOf(n); {
 	case ok && m.IsLearner:
 		lines = append(lines, fmt.Sprintf("its etcd member %s is a learner: it serves no reads or writes to its API server", m.IDString()))
 	case ok:

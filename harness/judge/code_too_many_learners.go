@@ -33,7 +33,7 @@ func tooManyLearners(ev *Evidence) []result.Diagnosis {
 			continue
 		}
 
-		if _, member := main.Member(n.Name, n.Address); member {
+		if _, member := main.MemberOf(n); member {
 			// Joiners wait in line behind learners that Talos promotes, slowly
 			// with many control planes (v1.12's promote loop stalls on the
 			// endpoints of members not running yet, talos #14097): a queue,

@@ -124,7 +124,7 @@ func Remedy(d result.Diagnosis, obs *history.Observation) []string {
 	main := obs.Main()
 
 	for _, n := range obs.Ordered() {
-		if m, ok := main.Member(n.Name, n.Address); ok && !m.IsLearner && n.Mode == history.ModeConfigured {
+		if m, ok := main.MemberOf(n); ok && !m.IsLearner && n.Mode == history.ModeConfigured {
 			r.Voter = n.Address
 
 			break

@@ -27,7 +27,7 @@ func Converged(o *history.Observation) bool {
 			continue
 		}
 
-		m, ok := main.Member(n.Name, n.Address)
+		m, ok := main.MemberOf(n)
 		if !ok || m.IsLearner || !n.Etcd.Running() {
 			return false
 		}

@@ -48,7 +48,7 @@ func StateKey(o *history.Observation) string {
 		}
 
 		if n.Role == target.ControlPlane {
-			switch m, ok := main.Member(n.Name, n.Address); {
+			switch m, ok := main.MemberOf(n); {
 			case !ok:
 				b.WriteString("/absent")
 			case m.IsLearner:

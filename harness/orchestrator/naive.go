@@ -206,7 +206,7 @@ func missingVoters(cps []target.Node, voters []string) []string {
 		found := false
 
 		for _, v := range voters {
-			if v == n.Name || v == n.Address {
+			if v == n.Name || v == n.Hostname && v != "" || v == n.Address {
 				found = true
 
 				break

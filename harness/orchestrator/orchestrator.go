@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/siderolabs/talos/pkg/machinery/api/machine"
 	"github.com/siderolabs/talos/pkg/machinery/client"
 	clientconfig "github.com/siderolabs/talos/pkg/machinery/client/config"
 	"google.golang.org/grpc"
@@ -132,9 +133,20 @@ func (e *Env) nodeByPeerURL(peerURLs []string) (target.Node, bool) {
 		}
 
 		for _, n := range e.controlPlanes() {
-			if n.Address == parsed.Hostname() {
+			if n.Address == parsed.Hostname() || slices.Contains(n.Addresses, parsed.Hostname()) {
 				return n, true
 			}
+		}
+	}
+
+	return target.Node{}, false
+}
+
+// nodeOf is the control plane whose member m is (memberOf).
+func (e *Env) nodeOf(m *machine.EtcdMember) (target.Node, bool) {
+	for _, n := range e.controlPlanes() {
+		if memberOf([]*machine.EtcdMember{m}, n) != nil {
+			return n, true
 		}
 	}
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"regexp"
 	"slices"
 	"strings"
@@ -361,11 +360,6 @@ func (r *Resilient) waitVoters(ctx context.Context, env *Env, boot target.Node) 
 	}
 	defer sec.Close() //nolint:errcheck
 
-	want := make([]string, 0)
-	for _, n := range env.controlPlanes() {
-		want = append(want, n.Name)
-	}
-
 	learnerSince := map[uint64]time.Time{}
 	handled := map[uint64]bool{}
 	remedied := map[string]time.Time{}
@@ -412,7 +406,14 @@ func (r *Resilient) waitVoters(ctx context.Context, env *Env, boot target.Node) 
 			}
 		}
 
-		missing := slices.DeleteFunc(slices.Clone(want), func(s string) bool { return slices.Contains(voters, s) })
+		var missing []string
+
+		for _, n := range env.controlPlanes() {
+			if m := memberOf(members, n); m == nil || m.GetIsLearner() {
+				missing = append(missing, n.Name)
+			}
+		}
+
 		if len(missing) == 0 {
 			env.Log.Add(boot.Name, "orchestrator.voters", "all control planes are voters: "+strings.Join(voters, ", "))
 
@@ -486,7 +487,7 @@ func (r *Resilient) unblock(ctx context.Context, env *Env, sec *client.Client, m
 
 		return err == nil, nil
 	case m.GetHostname() != "" && age > env.d(stuckAfter):
-		node, ok := env.node(m.GetHostname())
+		node, ok := env.nodeOf(m)
 		if !ok {
 			return false, nil
 		}
@@ -598,7 +599,7 @@ func (r *Resilient) restartStuck(ctx context.Context, env *Env, sec *client.Clie
 			boot = n.Address
 		}
 
-		member := memberOf(members, name, node.Address)
+		member := memberOf(members, node)
 
 		command := "talosctl -n " + node.Address + " reset --system-labels-to-wipe EPHEMERAL --reboot --graceful=false"
 		if member != nil {
@@ -632,13 +633,28 @@ func (r *Resilient) restartStuck(ctx context.Context, env *Env, sec *client.Clie
 	return nil
 }
 
-// memberOf is the node's member in the list, by name or peer URL.
-func memberOf(members []*machine.EtcdMember, name, address string) *machine.EtcdMember {
-	peer := "https://" + net.JoinHostPort(address, "2380")
+// memberOf is the node's member in the list: the one named as the node's
+// hostname (its config's, else its name), else one with a peer URL on one
+// of its addresses.
+func memberOf(members []*machine.EtcdMember, n target.Node) *machine.EtcdMember {
+	name := n.Hostname
+	if name == "" {
+		name = n.Name
+	}
 
 	for _, m := range members {
-		if m.GetHostname() == name || slices.Contains(m.GetPeerUrls(), peer) {
+		if m.GetHostname() == name {
 			return m
+		}
+	}
+
+	addrs := append([]string{n.Address}, n.Addresses...)
+
+	for _, m := range members {
+		for _, u := range m.GetPeerUrls() {
+			if slices.Contains(addrs, history.HostOf(u)) {
+				return m
+			}
 		}
 	}
 

@@ -30,6 +30,12 @@ type Node struct {
 	Name    string
 	Role    Role
 	Address string // IP address, as in certificates and member lists
+	// Addresses are the node's further addresses (an operator's second
+	// subnet, an announced loopback), which its etcd member may advertise.
+	Addresses []string
+	// Hostname is the hostname its config gives it, when that is not its
+	// name: its etcd member's name.
+	Hostname string
 	// Endpoint is where orchestrators reach the node's Talos API (host:port). On
 	// the real target it is talchaos's own proxy, so API-path faults apply.
 	Endpoint string

@@ -323,7 +323,7 @@ func (c *Cluster) Nodes() []target.Node {
 
 	for _, n := range c.nodes {
 		out = append(out, target.Node{
-			Name: n.name, Role: n.role, Address: n.ip,
+			Name: n.name, Role: n.role, Address: n.ip, Hostname: sim.ConfigHostname(n.name, c.cfgs.Machine[n.name]),
 			Endpoint: net.JoinHostPort(n.ip, "50000"),
 			Config:   bytes.Clone(c.cfgs.Machine[n.name]),
 		})
