@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"html"
 	"io"
 	"path/filepath"
 	"slices"
@@ -14,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/talchaos/talchaos/harness/buildinfo"
-	"github.com/talchaos/talchaos/harness/scratch"
 	"github.com/talchaos/talchaos/harness/target"
 	"github.com/talchaos/talchaos/reports"
 	"github.com/talchaos/talchaos/reports/stats"
@@ -23,12 +21,6 @@ import (
 
 // nightlyAlpha is the significance level of the regression test.
 const nightlyAlpha = 0.01
-
-// Files nightly writes next to the scenarios' hunts.
-const (
-	ledgerFile = "ledger.json"
-	indexFile  = "index.html"
-)
 
 type nightlyOptions struct {
 	huntOptions
@@ -133,13 +125,13 @@ func runNightly(cmd *cobra.Command, opts nightlyOptions) error {
 
 	slices.SortFunc(ledger.Scenarios, func(a, b stats.Summary) int { return strings.Compare(a.Scenario, b.Scenario) })
 
-	if err := ledger.Write(filepath.Join(opts.reportDir, ledgerFile)); err != nil {
+	if err := ledger.Write(filepath.Join(opts.reportDir, reports.LedgerFile)); err != nil {
 		return &exitError{code: exitHarness, err: err}
 	}
 
 	changes := stats.Compare(baseline, ledger, nightlyAlpha)
 
-	if err := writeNightlyFiles(opts.reportDir, hunts, changes, baseline != nil); err != nil {
+	if err := reports.WriteNightly(opts.reportDir, hunts, changes, baseline != nil); err != nil {
 		return &exitError{code: exitHarness, err: err}
 	}
 
@@ -245,79 +237,6 @@ func verdictOf(out io.Writer, changes []stats.Change) error {
 	}
 
 	fmt.Fprintln(out, "no significant regression (one-sided Fisher exact test, alpha 0.01)")
-
-	return nil
-}
-
-func writeNightlyFiles(dir string, hunts []*reports.Hunt, changes []stats.Change, compared bool) error {
-	byName := map[string]stats.Change{}
-	for _, c := range changes {
-		byName[c.Scenario] = c
-	}
-
-	junit, err := reports.HuntsJUnit(hunts)
-	if err != nil {
-		return err
-	}
-
-	var md, idx strings.Builder
-
-	md.WriteString("## talchaos nightly\n\n| scenario | passed | rate (95 % interval) | p50 | p95 | outcomes | vs baseline |\n|---|---|---|---|---|---|---|\n")
-	idx.WriteString("<!doctype html><meta charset=utf-8><title>talchaos nightly</title>" +
-		"<style>body{font:14px system-ui,sans-serif;margin:2em}td,th{padding:2px 8px;text-align:left}.fail{color:#b00}</style>" +
-		"<h1>talchaos nightly</h1><table><tr><th>scenario</th><th>rate</th><th>runs</th></tr>\n")
-
-	for _, h := range hunts {
-		s := h.Summary
-
-		var outcomes []string
-		for _, o := range s.Outcomes {
-			outcomes = append(outcomes, fmt.Sprintf("%s ×%d", o.Key(), len(o.Seeds)))
-		}
-
-		vs := "-"
-
-		if c, ok := byName[h.Scenario]; ok && compared {
-			switch {
-			case c.New:
-				vs = "new"
-			case c.Regression:
-				vs = fmt.Sprintf("**regression** %d/%d → %d/%d, p = %.3g", c.Before.Passed, c.Before.Runs, s.Passed, s.Runs, c.P)
-			case c.Improvement:
-				vs = fmt.Sprintf("improvement %d/%d → %d/%d, p = %.3g", c.Before.Passed, c.Before.Runs, s.Passed, s.Runs, c.P)
-			default:
-				vs = fmt.Sprintf("same (%d/%d before, p = %.3g)", c.Before.Passed, c.Before.Runs, c.P)
-			}
-		}
-
-		fmt.Fprintf(&md, "| %s | %d/%d | %.2f (%.2f–%.2f) | %s | %s | %s | %s |\n", h.Scenario, s.Passed, s.Runs, s.Rate, s.Low, s.High,
-			reports.Millis(s.P50Ms), reports.Millis(s.P95Ms), strings.Join(outcomes, "; "), vs)
-
-		class := ""
-		if s.Passed < s.Runs {
-			class = ` class="fail"`
-		}
-
-		fmt.Fprintf(&idx, "<tr%s><td>%s</td><td>%d/%d</td><td>", class, html.EscapeString(h.Scenario), s.Passed, s.Runs)
-
-		for _, r := range h.Runs {
-			fmt.Fprintf(&idx, `<a href="%s/%s/report.html">%d %s</a> `, html.EscapeString(h.Scenario), html.EscapeString(r.Report), r.Seed, html.EscapeString(r.Verdict))
-		}
-
-		idx.WriteString("</td></tr>\n")
-	}
-
-	idx.WriteString("</table>\n")
-
-	for name, data := range map[string][]byte{
-		reports.JUnitFile:       junit,
-		reports.HuntSummaryFile: []byte(md.String()),
-		indexFile:               []byte(idx.String()),
-	} {
-		if err := scratch.WriteFileAtomic(filepath.Join(dir, name), data, 0o644); err != nil {
-			return err
-		}
-	}
 
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/talchaos/talchaos/reports"
 	"github.com/talchaos/talchaos/reports/stats"
 )
 
@@ -74,7 +75,7 @@ func TestNightlyWritesItsFiles(t *testing.T) {
 		t.Fatalf("exit %d:\n%s", code, text)
 	}
 
-	l, err := stats.ReadLedger(filepath.Join(out, ledgerFile))
+	l, err := stats.ReadLedger(filepath.Join(out, reports.LedgerFile))
 	if err != nil || len(l.Scenarios) != 1 || l.Scenarios[0].Runs != 2 {
 		t.Fatalf("ledger (%v): %+v", err, l)
 	}
@@ -99,7 +100,7 @@ func TestNightlyWritesItsFiles(t *testing.T) {
 		t.Errorf("junit.xml (%v):\n%s", err, data)
 	}
 
-	index, err := os.ReadFile(filepath.Join(out, indexFile))
+	index, err := os.ReadFile(filepath.Join(out, reports.NightlyIndexFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +120,7 @@ func TestNightlyWritesItsFiles(t *testing.T) {
 		t.Errorf("summary.md (%v):\n%s", err, md)
 	}
 
-	if code, text := run(t, "nightly", "--baseline", filepath.Join(out, ledgerFile), "--compare", filepath.Join(out, ledgerFile)); code != exitPass {
+	if code, text := run(t, "nightly", "--baseline", filepath.Join(out, reports.LedgerFile), "--compare", filepath.Join(out, reports.LedgerFile)); code != exitPass {
 		t.Errorf("compared with itself: exit %d:\n%s", code, text)
 	}
 }
