@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/talchaos/talchaos/harness/buildinfo"
+	"github.com/talchaos/talchaos/harness/shard"
 	"github.com/talchaos/talchaos/harness/target"
 	"github.com/talchaos/talchaos/reports"
 	"github.com/talchaos/talchaos/reports/stats"
@@ -46,7 +47,14 @@ With --baseline (the previous night's ledger.json) each scenario's pass count is
 compared with a one-sided Fisher exact test at alpha = 0.01: exit code 1 when a
 scenario passes significantly less often (regression, with its p-value); significant
 improvements are printed too. --compare FILE compares a ledger already written
-instead of running anything.`,
+instead of running anything.
+
+With --shard K/N (or its environment variables, below) it runs only shard K of
+the night's (scenario, seed) pairs — the same pairs on every machine, every pair
+in one shard — and stamps ledger.json and each hunt.json with the shard, the
+seeds, the scenarios and the talchaos build. 'talchaos merge' combines the N
+shards' directories into the night's ledger, junit.xml, summary.md and
+index.html, and runs the --baseline gate on the merged ledger.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runNightly(cmd, opts) },
 	}
@@ -58,6 +66,7 @@ instead of running anything.`,
 	f.StringVar(&opts.baseline, "baseline", "", "the previous night's ledger.json to compare with")
 	f.StringVar(&opts.compare, "compare", "", "compare this ledger.json with --baseline instead of running")
 	f.StringSliceVar(&opts.only, "scenario", nil, "run only these built-in scenarios (repeat or comma-separate)")
+	addShardFlag(cmd, &opts.shard)
 
 	opts.target = "sim"
 
@@ -70,6 +79,25 @@ func runNightly(cmd *cobra.Command, opts nightlyOptions) error {
 	names, seeds, err := checkNightlyFlags(cmd, opts)
 	if err != nil {
 		return &exitError{code: exitInput, err: err}
+	}
+
+	plan := shard.Plan{Scenarios: names, Seeds: seeds}
+
+	if opts.compare == "" {
+		sh, err := shardOf(cmd, opts.shard)
+		if err != nil {
+			return &exitError{code: exitInput, err: err}
+		}
+
+		// The gate compares whole nights: a shard's part would be
+		// compared with a whole baseline.
+		if !sh.Whole() && opts.baseline != "" {
+			return &exitError{code: exitInput, err: fmt.Errorf("--baseline: shard %s holds part of the night; the gate runs on the merged ledger (talchaos merge SHARD_DIR... --baseline FILE)", sh)}
+		}
+
+		if !sh.Whole() {
+			plan = shard.NewPlan(sh, names, seeds)
+		}
 	}
 
 	var baseline *stats.Ledger
@@ -100,7 +128,7 @@ func runNightly(cmd *cobra.Command, opts nightlyOptions) error {
 		return &exitError{code: exitInput, err: fmt.Errorf("--out: %w", err)}
 	}
 
-	ledger := &stats.Ledger{Created: time.Now().UTC(), Tool: buildinfo.Read().String()}
+	ledger := &stats.Ledger{Created: time.Now().UTC(), Tool: buildinfo.Read().String(), Shard: plan.Stamp()}
 
 	tgt, err := targetFor(opts.runOptions)
 	if err != nil {
@@ -109,12 +137,26 @@ func runNightly(cmd *cobra.Command, opts nightlyOptions) error {
 
 	reapLeftovers(cmd.ErrOrStderr())
 
+	pairs := plan.Pairs()
+	printShard(cmd, plan, len(pairs))
+
+	opts.stamp = plan.Stamp()
+
 	var hunts []*reports.Hunt
 
 	for _, name := range names {
+		mine := seeds
+		if !plan.Shard.Whole() {
+			mine = plan.SeedsOf(name)
+		}
+
+		if len(mine) == 0 {
+			continue // every seed of it is another shard's
+		}
+
 		fmt.Fprintf(out, "== %s\n", name)
 
-		h, err := nightlyHunt(cmd.Context(), out, tgt, seeds, name, opts)
+		h, err := nightlyHunt(cmd.Context(), out, tgt, mine, name, opts)
 		if err != nil {
 			return err
 		}
@@ -135,8 +177,8 @@ func runNightly(cmd *cobra.Command, opts nightlyOptions) error {
 		return &exitError{code: exitHarness, err: err}
 	}
 
-	fmt.Fprintf(out, "\nnightly: %d scenario(s) x %d seed(s); ledger, junit.xml, summary.md and index.html in %s\n",
-		len(hunts), len(hunts[0].Runs), opts.reportDir)
+	fmt.Fprintf(out, "\nnightly: %d run(s) of %d scenario(s); ledger, junit.xml, summary.md and index.html in %s\n",
+		len(pairs), len(hunts), opts.reportDir)
 
 	if baseline == nil {
 		fmt.Fprintln(out, "no --baseline: nothing to compare with")
@@ -152,7 +194,7 @@ func runNightly(cmd *cobra.Command, opts nightlyOptions) error {
 // error, not the whole catalogue.
 func checkNightlyFlags(cmd *cobra.Command, opts nightlyOptions) ([]string, []int64, error) {
 	if opts.compare != "" {
-		for _, f := range []string{"seeds", "parallel", "out", "scenario"} {
+		for _, f := range []string{"seeds", "parallel", "out", "scenario", "shard"} {
 			if cmd.Flags().Changed(f) {
 				return nil, nil, fmt.Errorf("--%s is for a night's run: --compare only compares two ledgers", f)
 			}
