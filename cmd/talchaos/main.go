@@ -255,7 +255,7 @@ func newRoot() *cobra.Command {
 			os.Setenv(kubecp.EnvDir, kubeDir) //nolint:errcheck,gosec // a valid name
 		}
 	}
-	root.AddCommand(newRunCmd(), newListCmd(), newShowCmd(), newFaultsCmd(), newUpCmd(), newDoctorCmd(), newReportCmd(), newReplayCmd(), newHuntCmd(), newNightlyCmd(), newCertifyCmd(), newNodeCmd(), newNodeNetCmd(),
+	root.AddCommand(newRunCmd(), newListCmd(), newShowCmd(), newFaultsCmd(), newUpCmd(), newDoctorCmd(), newReportCmd(), newReplayCmd(), newHuntCmd(), newNightlyCmd(), newCertifyCmd(), newMergeCmd(), newNodeCmd(), newNodeNetCmd(),
 		&cobra.Command{
 			Use:   "version",
 			Short: "Print talchaos's version and the VCS revision it was built from",

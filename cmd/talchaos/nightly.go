@@ -167,18 +167,26 @@ func runNightly(cmd *cobra.Command, opts nightlyOptions) error {
 
 	slices.SortFunc(ledger.Scenarios, func(a, b stats.Summary) int { return strings.Compare(a.Scenario, b.Scenario) })
 
-	if err := ledger.Write(filepath.Join(opts.reportDir, reports.LedgerFile)); err != nil {
+	return writeNight(out, opts.reportDir, ledger, hunts, baseline,
+		fmt.Sprintf("\nnightly: %d run(s) of %d scenario(s)", len(pairs), len(hunts)))
+}
+
+// writeNight writes a night's ledger, junit.xml, summary.md and index.html
+// into dir (its hunts are there already), says so after what, and gates it:
+// what nightly does after its runs, and merge after reading a night's
+// shards. It exits 1 when a scenario regressed against the baseline.
+func writeNight(out io.Writer, dir string, ledger *stats.Ledger, hunts []*reports.Hunt, baseline *stats.Ledger, what string) error {
+	if err := ledger.Write(filepath.Join(dir, reports.LedgerFile)); err != nil {
 		return &exitError{code: exitHarness, err: err}
 	}
 
 	changes := stats.Compare(baseline, ledger, nightlyAlpha)
 
-	if err := reports.WriteNightly(opts.reportDir, hunts, changes, baseline != nil); err != nil {
+	if err := reports.WriteNightly(dir, hunts, changes, baseline != nil); err != nil {
 		return &exitError{code: exitHarness, err: err}
 	}
 
-	fmt.Fprintf(out, "\nnightly: %d run(s) of %d scenario(s); ledger, junit.xml, summary.md and index.html in %s\n",
-		len(pairs), len(hunts), opts.reportDir)
+	fmt.Fprintf(out, "%s; ledger, junit.xml, summary.md and index.html in %s\n", what, dir)
 
 	if baseline == nil {
 		fmt.Fprintln(out, "no --baseline: nothing to compare with")

@@ -269,26 +269,26 @@ func checkSorted[T cmp.Ordered](p *strictjson.Problems, path string, list []T, m
 	}
 }
 
-// SameRun says how two stamps differ as runs ("" when they are shards of
-// the same run: same count, seeds and scenarios), for a message naming both
-// files.
+// SameRun says how two stamps differ as runs, "" when they are shards of
+// the same run (same count, seeds and scenarios): "their seeds differ: 1-4
+// and 1-3,5", for a message that names both files in that order.
 func (s *Stamp) SameRun(o *Stamp) string {
 	switch {
 	case s.Count != o.Count:
-		return fmt.Sprintf("is one of %d shards, the other one of %d", s.Count, o.Count)
+		return fmt.Sprintf("they are of %d and of %d shards", s.Count, o.Count)
 	case !slices.Equal(s.Seeds, o.Seeds):
-		return fmt.Sprintf("has seeds %s, the other %s", Ranges(s.Seeds), Ranges(o.Seeds))
+		return fmt.Sprintf("their seeds differ: %s and %s", Ranges(s.Seeds), Ranges(o.Seeds))
 	case !slices.Equal(s.Scenarios, o.Scenarios):
 		var parts []string
 		if only := missingFrom(s.Scenarios, o.Scenarios); only != "" {
-			parts = append(parts, "runs "+only+" and the other does not")
+			parts = append(parts, only+" only in the first")
 		}
 
 		if only := missingFrom(o.Scenarios, s.Scenarios); only != "" {
-			parts = append(parts, "lacks "+only+" the other runs")
+			parts = append(parts, only+" only in the second")
 		}
 
-		return "has another scenario set: it " + strings.Join(parts, ", and ")
+		return "their scenarios differ: " + strings.Join(parts, ", ")
 	}
 
 	return ""

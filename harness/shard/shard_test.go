@@ -205,9 +205,9 @@ func TestSameRun(t *testing.T) {
 		want  string
 	}{
 		{&Stamp{Index: 2, Count: 2, Seeds: []int64{1, 2, 3, 4}, Scenarios: []string{"x", "y"}}, ""},
-		{&Stamp{Index: 2, Count: 3, Seeds: []int64{1, 2, 3, 4}, Scenarios: []string{"x", "y"}}, "one of 2 shards, the other one of 3"},
-		{&Stamp{Index: 2, Count: 2, Seeds: []int64{1, 2, 3, 5}, Scenarios: []string{"x", "y"}}, "has seeds 1-4, the other 1-3,5"},
-		{&Stamp{Index: 2, Count: 2, Seeds: []int64{1, 2, 3, 4}, Scenarios: []string{"x", "z"}}, `it runs "y" and the other does not, and lacks "z" the other runs`},
+		{&Stamp{Index: 2, Count: 3, Seeds: []int64{1, 2, 3, 4}, Scenarios: []string{"x", "y"}}, "they are of 2 and of 3 shards"},
+		{&Stamp{Index: 2, Count: 2, Seeds: []int64{1, 2, 3, 5}, Scenarios: []string{"x", "y"}}, "their seeds differ: 1-4 and 1-3,5"},
+		{&Stamp{Index: 2, Count: 2, Seeds: []int64{1, 2, 3, 4}, Scenarios: []string{"x", "z"}}, `their scenarios differ: "y" only in the first, "z" only in the second`},
 	} {
 		if got := a.SameRun(tc.other); !strings.Contains(got, tc.want) || (tc.want == "") != (got == "") {
 			t.Errorf("SameRun(%+v) = %q, want %q", tc.other, got, tc.want)
