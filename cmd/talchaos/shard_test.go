@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"go.yaml.in/yaml/v3"
@@ -141,8 +142,16 @@ func runner(t *testing.T, dir string) string {
 
 // runStep runs a step's script as a GitHub runner's bash does, in dir,
 // with the step's env (its expressions evaluated) and the file a step
-// writes its outputs to, and returns its outputs.
+// writes its outputs to, and returns its outputs and what it printed.
 func runStep(t *testing.T, dir string, s workflowStep, x expressions) (map[string]string, string, error) {
+	t.Helper()
+
+	return prepareStep(t, dir, s, x)()
+}
+
+// prepareStep is runStep up to running the script, which the function it
+// returns does (on any goroutine).
+func prepareStep(t *testing.T, dir string, s workflowStep, x expressions) func() (map[string]string, string, error) {
 	t.Helper()
 
 	if strings.Contains(s.Run, "${{") {
@@ -166,19 +175,21 @@ func runStep(t *testing.T, dir string, s workflowStep, x expressions) (map[strin
 		cmd.Env = append(cmd.Env, k+"="+x.eval(t, v))
 	}
 
-	out, err := cmd.CombinedOutput()
+	return func() (map[string]string, string, error) {
+		out, err := cmd.CombinedOutput()
 
-	got := map[string]string{}
+		got := map[string]string{}
 
-	if data, rerr := os.ReadFile(outputs); rerr == nil {
-		for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-			if k, v, ok := strings.Cut(line, "="); ok {
-				got[k] = v
+		if data, rerr := os.ReadFile(outputs); rerr == nil {
+			for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+				if k, v, ok := strings.Cut(line, "="); ok {
+					got[k] = v
+				}
 			}
 		}
-	}
 
-	return got, string(out), err
+		return got, string(out), err
+	}
 }
 
 // The night's acceptance: nightly over two scenarios and seeds 1-4, run as
@@ -241,7 +252,12 @@ func TestShardedNightlyMergesAsTheWorkflowDoes(t *testing.T) {
 
 	defer func() { <-wholeDone }()
 
-	var artifacts []string
+	// Each shard on its own runner, side by side, uploaded as artifacts.
+	var (
+		artifacts, uploads []string
+		wg                 sync.WaitGroup
+		failures           = make([]string, shardCount)
+	)
 
 	for k := 1; k <= shardCount; k++ {
 		x := expressions{
@@ -250,9 +266,13 @@ func TestShardedNightlyMergesAsTheWorkflowDoes(t *testing.T) {
 		}
 
 		dir := runner(t, filepath.Join(root, fmt.Sprintf("runner-%d", k)))
-		if _, out, err := runStep(t, dir, shardStep, x); err != nil {
-			t.Fatalf("shard %d/%d: %v\n%s", k, shardCount, err, out)
-		}
+		step := prepareStep(t, dir, shardStep, x)
+
+		wg.Go(func() {
+			if _, out, err := step(); err != nil {
+				failures[k-1] = fmt.Sprintf("shard %d/%d: %v\n%s", k, shardCount, err, out)
+			}
+		})
 
 		name := x.eval(t, upload.With["name"])
 		if ok, _ := path.Match(download.With["pattern"], name); !ok {
@@ -260,12 +280,20 @@ func TestShardedNightlyMergesAsTheWorkflowDoes(t *testing.T) {
 		}
 
 		// One artifact of many downloads into PATH/NAME.
-		dest := filepath.Join(mergeRunner, download.With["path"], name)
-		if err := os.CopyFS(dest, os.DirFS(filepath.Join(dir, x.eval(t, upload.With["path"])))); err != nil {
-			t.Fatal(err)
+		artifacts = append(artifacts, filepath.Join(mergeRunner, download.With["path"], name))
+		uploads = append(uploads, filepath.Join(dir, x.eval(t, upload.With["path"])))
+	}
+
+	wg.Wait()
+
+	for i, f := range failures {
+		if f != "" {
+			t.Fatal(f)
 		}
 
-		artifacts = append(artifacts, dest)
+		if err := os.CopyFS(artifacts[i], os.DirFS(uploads[i])); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	if failed, ok := <-wholeDone; ok {
@@ -618,6 +646,91 @@ func TestShardRefusedBeforeAnythingRuns(t *testing.T) {
 
 			if entries, _ := os.ReadDir("."); len(entries) > 0 {
 				t.Errorf("it created %v", entries)
+			}
+		})
+	}
+}
+
+// A hunt's and a certification's shards, run as the commands run them,
+// merge into one hunt.json and one certify.json of every seed, with the
+// unsharded command's exit code.
+func TestShardedHuntAndCertifyMerge(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs invalid-config four times")
+	}
+
+	t.Setenv(shard.EnvShard, "")
+	t.Setenv(shard.EnvShards, "")
+
+	root := t.TempDir()
+
+	for _, tc := range []struct {
+		name  string
+		shard func(k int, dir string) []string
+		code  int // of each shard and of the merge
+		check func(t *testing.T, out string)
+	}{
+		{"hunt", func(k int, dir string) []string {
+			return []string{"hunt", "invalid-config", "--seeds", "1-2", "--shard", fmt.Sprintf("%d/2", k), "--report-dir", dir}
+		}, exitPass, func(t *testing.T, out string) {
+			h, err := reports.ReadHunt(filepath.Join(out, reports.HuntJSONFile))
+			if err != nil || h.Shard != nil || !regexp.MustCompile(`^1:pass:\[config-invalid[^]]*\] 2:pass:\[config-invalid[^]]*\]$`).MatchString(pairs(h)) {
+				t.Errorf("merged hunt (%v): %s", err, pairs(h))
+			}
+		}},
+		// `true` as a bootstrap says all is well while the invalid config
+		// leaves the nodes in maintenance: silent, in --fail-on by default.
+		{"certify", func(k int, dir string) []string {
+			return []string{"certify", "--scenario", "invalid-config", "--seeds", "1-2", "--shard", fmt.Sprintf("%d/2", k), "--out", dir, "--", "true"}
+		}, exitFail, func(t *testing.T, out string) {
+			c, err := reports.ReadCertify(filepath.Join(out, reports.CertifyJSONFile))
+			if err != nil || c.Shard != nil || len(c.Results) != 1 || len(c.Results[0].Runs) != 2 || c.Results[0].Counts[reports.Silent] != 2 {
+				t.Fatalf("merged certification (%v): %+v", err, c)
+			}
+
+			for _, r := range c.Results[0].Runs {
+				if _, err := os.Stat(filepath.Join(out, r.Report, "report.json")); err != nil {
+					t.Errorf("seed %d: its report is not at %s: %v", r.Seed, r.Report, err)
+				}
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// The shards side by side, as on two machines.
+			dirs := make([]string, 2)
+			codes, outs := make([]int, 2), make([]string, 2)
+
+			var wg sync.WaitGroup
+
+			for k := 1; k <= 2; k++ {
+				dirs[k-1] = filepath.Join(root, tc.name, fmt.Sprintf("shard-%d", k))
+
+				wg.Go(func() { codes[k-1], outs[k-1] = run(t, tc.shard(k, dirs[k-1])...) })
+			}
+
+			wg.Wait()
+
+			for k, code := range codes {
+				if code != tc.code {
+					t.Fatalf("shard %d/2: exit %d, want %d:\n%s", k+1, code, tc.code, outs[k])
+				}
+			}
+
+			out := filepath.Join(root, tc.name, "merged")
+
+			code, text := run(t, append([]string{"merge", "--out", out}, dirs...)...)
+			if code != tc.code || !strings.Contains(text, "merged 2 shards of a "+tc.name) {
+				t.Fatalf("merge: exit %d, want %d:\n%s", code, tc.code, text)
+			}
+
+			tc.check(t, out)
+
+			base := filepath.Join(root, "base.json")
+			writeLedger(t, base, summaryOf("invalid-config", 2, 2))
+
+			if code, text := run(t, "merge", "--out", filepath.Join(root, tc.name, "again"), "--baseline", base, dirs[0], dirs[1]); code != exitInput ||
+				!strings.Contains(text, "--baseline is for a night's shards: these are a "+tc.name+"'s") {
+				t.Errorf("merge --baseline of a %s: exit %d:\n%s", tc.name, code, text)
 			}
 		})
 	}
