@@ -19,38 +19,45 @@ import (
 // field, a duplicate key, a wrong type, a required field left out, data after
 // the value), and refused when it contradicts itself (Hunt.Validate). Every
 // problem is a *strictjson.Error naming the file, line, column and JSON path.
-func ReadHunt(path string) (*Hunt, error) {
-	data, err := inputfile.Read(path, inputfile.MaxReportBytes)
-	if err != nil {
-		return nil, &strictjson.Error{File: path, Msg: "cannot read the hunt: " + inputfile.Problem(err), Err: err}
-	}
-
-	return DecodeHunt(path, data)
-}
+func ReadHunt(path string) (*Hunt, error) { return readFile(path, "the hunt", DecodeHunt) }
 
 // DecodeHunt is ReadHunt of a hunt.json's content; file names it in errors.
 func DecodeHunt(file string, data []byte) (*Hunt, error) {
 	var h Hunt
+	if err := decodeChecked(file, data, &h, "a hunt", HuntSchema, h.Validate); err != nil {
+		return nil, err
+	}
 
-	return &h, decodeChecked(file, data, &h, "a hunt", HuntSchema, h.Validate)
+	return &h, nil
 }
 
 // ReadCertify reads a certify.json written by WriteCertify, as ReadHunt
 // reads a hunt.json (Certify.Validate).
 func ReadCertify(path string) (*Certify, error) {
-	data, err := inputfile.Read(path, inputfile.MaxReportBytes)
-	if err != nil {
-		return nil, &strictjson.Error{File: path, Msg: "cannot read the certification: " + inputfile.Problem(err), Err: err}
-	}
-
-	return DecodeCertify(path, data)
+	return readFile(path, "the certification", DecodeCertify)
 }
 
 // DecodeCertify is ReadCertify of a certify.json's content.
 func DecodeCertify(file string, data []byte) (*Certify, error) {
 	var c Certify
+	if err := decodeChecked(file, data, &c, "a certification", CertifySchema, c.Validate); err != nil {
+		return nil, err
+	}
 
-	return &c, decodeChecked(file, data, &c, "a certification", CertifySchema, c.Validate)
+	return &c, nil
+}
+
+// readFile reads the untrusted file at path (what names it in a message)
+// and decodes it.
+func readFile[T any](path, what string, decode func(string, []byte) (T, error)) (T, error) {
+	data, err := inputfile.Read(path, inputfile.MaxReportBytes)
+	if err != nil {
+		var zero T
+
+		return zero, &strictjson.Error{File: path, Msg: "cannot read " + what + ": " + inputfile.Problem(err), Err: err}
+	}
+
+	return decode(path, data)
 }
 
 // decodeChecked decodes data strictly into v, a file of the one schema

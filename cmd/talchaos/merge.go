@@ -63,15 +63,9 @@ exact test, alpha 0.01). Otherwise the exit code is the unsharded command's: a h
 func runMerge(cmd *cobra.Command, dirs []string, opts mergeOptions) error {
 	out := termSafe(cmd.OutOrStdout())
 
-	var baseline *stats.Ledger
-
-	if opts.baseline != "" {
-		b, err := stats.ReadLedger(opts.baseline)
-		if err != nil {
-			return &exitError{code: exitInput, err: err}
-		}
-
-		baseline = b
+	baseline, err := readBaseline(opts.baseline)
+	if err != nil {
+		return err
 	}
 
 	m, err := merge.Read(dirs, opts.out)

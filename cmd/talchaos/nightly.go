@@ -100,15 +100,9 @@ func runNightly(cmd *cobra.Command, opts nightlyOptions) error {
 		}
 	}
 
-	var baseline *stats.Ledger
-
-	if opts.baseline != "" {
-		b, err := stats.ReadLedger(opts.baseline)
-		if err != nil {
-			return &exitError{code: exitInput, err: err}
-		}
-
-		baseline = b
+	baseline, err := readBaseline(opts.baseline)
+	if err != nil {
+		return err
 	}
 
 	if opts.compare != "" {
@@ -264,6 +258,21 @@ func nightlyHunt(ctx context.Context, out io.Writer, tgt target.Target, seeds []
 	}
 
 	return h, nil
+}
+
+// readBaseline reads --baseline, the previous night's ledger (nil when not
+// given); a bad one is exit 2.
+func readBaseline(path string) (*stats.Ledger, error) {
+	if path == "" {
+		return nil, nil
+	}
+
+	b, err := stats.ReadLedger(path)
+	if err != nil {
+		return nil, &exitError{code: exitInput, err: err}
+	}
+
+	return b, nil
 }
 
 // verdictOf prints the comparison and says how nightly exits: 1 when a

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/xml"
 	"fmt"
 	"os"
 	"os/exec"
@@ -423,21 +422,7 @@ func sameNight(t *testing.T, whole, merged string) {
 		t.Errorf("junit.xml: unsharded %v, merged %v", ca, cb)
 	}
 
-	index, err := os.ReadFile(filepath.Join(merged, reports.NightlyIndexFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	links := regexp.MustCompile(`href="([^"]+)"`).FindAllStringSubmatch(string(index), -1)
-	if len(links) != 8 {
-		t.Errorf("index.html links %d runs, want 8", len(links))
-	}
-
-	for _, l := range links {
-		if _, err := os.Stat(filepath.Join(merged, filepath.FromSlash(l[1]))); err != nil {
-			t.Errorf("index.html links a missing page: %v", err)
-		}
-	}
+	checkIndexLinks(t, merged, 8)
 }
 
 func outcomeKeys(s stats.Summary) []string {
@@ -456,40 +441,6 @@ func pairs(h *reports.Hunt) string {
 	}
 
 	return strings.Join(out, " ")
-}
-
-func junitCases(t *testing.T, dir string) []string {
-	t.Helper()
-
-	var j struct {
-		Suites []struct {
-			Name  string `xml:"name,attr"`
-			Cases []struct {
-				Name string `xml:"name,attr"`
-			} `xml:"testcase"`
-		} `xml:"testsuite"`
-	}
-
-	data, err := os.ReadFile(filepath.Join(dir, reports.JUnitFile))
-	if err == nil {
-		err = xml.Unmarshal(data, &j)
-	}
-
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	var out []string
-
-	for _, s := range j.Suites {
-		for _, c := range s.Cases {
-			out = append(out, s.Name+" / "+c.Name)
-		}
-	}
-
-	slices.Sort(out)
-
-	return out
 }
 
 // mergeRefusals: merge exits 2 on a missing, duplicated or mismatched

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 
+	"github.com/talchaos/talchaos/harness/shard"
 	"github.com/talchaos/talchaos/harness/strictjson"
 	"github.com/talchaos/talchaos/reports"
 )
@@ -15,22 +16,7 @@ import (
 // each): one command, target, --fail-on and list of scenarios (with what
 // each expects) and of skipped ones, every shard with its own seeds of each.
 func (m *Merged) readCertifications(dirs []string, out string) error {
-	parts := make([]part, len(dirs))
-	certs := map[string]*reports.Certify{}
-
-	for i, d := range dirs {
-		file := filepath.Join(d, reports.CertifyJSONFile)
-
-		c, err := reports.ReadCertify(file)
-		if err != nil {
-			return err
-		}
-
-		parts[i] = part{dir: d, file: file, stamp: c.Shard, tool: c.Tool}
-		certs[d] = c
-	}
-
-	parts, err := checkParts(parts)
+	parts, certs, err := readParts(dirs, reports.CertifyJSONFile, reports.ReadCertify, func(c *reports.Certify) (*shard.Stamp, string) { return c.Shard, c.Tool })
 	if err != nil {
 		return err
 	}

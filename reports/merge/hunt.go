@@ -1,29 +1,13 @@
 package merge
 
 import (
-	"path/filepath"
-
+	"github.com/talchaos/talchaos/harness/shard"
 	"github.com/talchaos/talchaos/reports"
 )
 
 // readHunts merges the shards of one scenario's hunt (hunt.json each).
 func (m *Merged) readHunts(dirs []string, out string) error {
-	parts := make([]part, len(dirs))
-	hunts := map[string]*reports.Hunt{}
-
-	for i, d := range dirs {
-		file := filepath.Join(d, reports.HuntJSONFile)
-
-		h, err := reports.ReadHunt(file)
-		if err != nil {
-			return err
-		}
-
-		parts[i] = part{dir: d, file: file, stamp: h.Shard, tool: h.Tool}
-		hunts[d] = h
-	}
-
-	parts, err := checkParts(parts)
+	parts, hunts, err := readParts(dirs, reports.HuntJSONFile, reports.ReadHunt, func(h *reports.Hunt) (*shard.Stamp, string) { return h.Shard, h.Tool })
 	if err != nil {
 		return err
 	}

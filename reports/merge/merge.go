@@ -181,6 +181,32 @@ type part struct {
 	tool      string
 }
 
+// readParts reads each shard directory's file name with read, and checks
+// (checkParts) the shards are of one run: it returns them in shard order,
+// with what read returned by directory. stamp says what a file's stamp and
+// tool are.
+func readParts[T any](dirs []string, name string, read func(string) (T, error), stamp func(T) (*shard.Stamp, string)) ([]part, map[string]T, error) {
+	parts := make([]part, len(dirs))
+	got := make(map[string]T, len(dirs))
+
+	for i, d := range dirs {
+		file := filepath.Join(d, name)
+
+		v, err := read(file)
+		if err != nil {
+			return nil, nil, err
+		}
+
+		st, tool := stamp(v)
+		parts[i] = part{dir: d, file: file, stamp: st, tool: tool}
+		got[d] = v
+	}
+
+	parts, err := checkParts(parts)
+
+	return parts, got, err
+}
+
 // checkParts checks the shards are the shards of one run, each once and
 // all of them, and returns them in shard order.
 func checkParts(parts []part) ([]part, error) {

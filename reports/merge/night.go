@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/talchaos/talchaos/harness/shard"
 	"github.com/talchaos/talchaos/reports"
 	"github.com/talchaos/talchaos/reports/stats"
 )
@@ -14,22 +15,7 @@ import (
 // the hunt.json of every scenario it ran (DIR/SCENARIO/), which must be the
 // ledger's summary of it and of the shard's seeds of it.
 func (m *Merged) readNight(dirs []string, out string) error {
-	parts := make([]part, len(dirs))
-	ledgers := map[string]*stats.Ledger{}
-
-	for i, d := range dirs {
-		file := filepath.Join(d, reports.LedgerFile)
-
-		l, err := stats.ReadLedger(file)
-		if err != nil {
-			return err
-		}
-
-		parts[i] = part{dir: d, file: file, stamp: l.Shard, tool: l.Tool}
-		ledgers[d] = l
-	}
-
-	parts, err := checkParts(parts)
+	parts, ledgers, err := readParts(dirs, reports.LedgerFile, stats.ReadLedger, func(l *stats.Ledger) (*shard.Stamp, string) { return l.Shard, l.Tool })
 	if err != nil {
 		return err
 	}
