@@ -55,10 +55,14 @@ test-long:
 # One table, measured on this machine with the built binary: every built-in's
 # median time to the outcome (5 seeds, two at a time), the happy path's
 # formation over bare embedded etcd forming the same way, a 7 + 50 cluster's
-# peak RSS and formation, and a 20-seed hunt at --parallel 1 and the default.
-# About 25 minutes on 2 cores. bench-go runs the Go micro-benchmarks.
+# peak RSS and formation, a 20-seed hunt at --parallel 1 and the default, and
+# the catalogue x 20 seeds as 4 shards one after another (each shard's wall,
+# the sum, the longest shard: a 4-runner matrix). Well over an hour on 2
+# cores; BENCH_ARGS picks figures and sizes, e.g.
+#   make bench BENCH_ARGS='-only shards -scenarios invalid-config,pki-mismatch -shard-seeds 1-4 -shards 2'
+# bench-go runs the Go micro-benchmarks.
 bench: build
-	$(GO) run ./hack/bench -bin $(BIN)
+	$(GO) run ./hack/bench -bin $(BIN) $(BENCH_ARGS)
 
 bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem ./...

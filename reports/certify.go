@@ -13,6 +13,7 @@ import (
 	"github.com/talchaos/talchaos/harness/result"
 	"github.com/talchaos/talchaos/harness/scenario"
 	"github.com/talchaos/talchaos/harness/scratch"
+	"github.com/talchaos/talchaos/harness/shard"
 )
 
 // CertifySchema is certify.json's schema.
@@ -94,6 +95,9 @@ type Certify struct {
 	Results  []CertifyScenario `json:"scenarios"`
 	// Skipped are the scenarios not run, each with why.
 	Skipped []CertifySkip `json:"skipped,omitempty"`
+	// Shard is set in the certify.json of one shard (certify --shard):
+	// which part of which run it holds.
+	Shard *shard.Stamp `json:"shard,omitempty"`
 }
 
 // CertifyScenario is one scenario's runs and their counts by outcome.

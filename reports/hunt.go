@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/talchaos/talchaos/harness/scratch"
+	"github.com/talchaos/talchaos/harness/shard"
 	"github.com/talchaos/talchaos/reports/stats"
 )
 
@@ -24,6 +25,10 @@ type Hunt struct {
 	WallMs   int64     `json:"wallMs"`
 	Parallel int       `json:"parallel"`
 	Tool     string    `json:"tool,omitempty"`
+	// Shard is set in the hunt.json of one shard (hunt or nightly --shard):
+	// which part of which run it holds. talchaos merge refuses shards of
+	// different runs or builds and combines the others.
+	Shard *shard.Stamp `json:"shard,omitempty"`
 	// Summary is the reproduction rate with its Wilson 95 % interval, the
 	// p50/p95 time to the outcome and the distinct outcomes.
 	Summary stats.Summary `json:"summary"`

@@ -20,6 +20,7 @@ import (
 	"github.com/talchaos/talchaos/harness/chaos"
 	"github.com/talchaos/talchaos/harness/scenario"
 	"github.com/talchaos/talchaos/harness/seedpool"
+	"github.com/talchaos/talchaos/harness/shard"
 	"github.com/talchaos/talchaos/harness/target"
 	"github.com/talchaos/talchaos/reports"
 	"github.com/talchaos/talchaos/scenarios"
@@ -65,7 +66,12 @@ The simulated cluster runs at the scenario's time scale (Talos timers divided,
 60 for most built-ins) while COMMAND runs on real time: its own waits and
 timeouts are long by the cluster's clock. --time-scale slows every scenario's
 cluster down for a command that polls slowly (the built-ins were tuned at their
-own scale; a few outcomes may differ at another).`,
+own scale; a few outcomes may differ at another).
+
+With --shard K/N it runs only shard K of the (scenario, seed) pairs of the
+scenarios it would run, the same on every machine, and stamps certify.json with
+it; 'talchaos merge' combines the N shards' directories into the certification
+an unsharded run writes.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 || cmd.ArgsLenAtDash() != 0 {
 				return &exitError{code: exitInput, err: errors.New("certify needs the bootstrap command after --: talchaos certify [flags] -- COMMAND [ARGS...]")}
@@ -86,6 +92,7 @@ own scale; a few outcomes may differ at another).`,
 	f.StringVar(&opts.inventory, "inventory", "", "inventory file of a real cluster (--target=real)")
 	f.BoolVar(&opts.allowDestructive, "allow-destructive", false, "permit destructive faults on real nodes")
 	f.Float64Var(&opts.timeScale, "time-scale", 0, "run every scenario at this time scale (>= 1; default: each scenario's own)")
+	addShardFlag(cmd, &opts.shard)
 
 	return cmd
 }
@@ -119,6 +126,11 @@ func runCertify(cmd *cobra.Command, command []string, opts certifyOptions) error
 		}
 	}
 
+	sh, err := shardOf(cmd, opts.shard)
+	if err != nil {
+		return &exitError{code: exitInput, err: err}
+	}
+
 	tgt, err := targetFor(opts.runOptions)
 	if err != nil {
 		return &exitError{code: exitInput, err: err}
@@ -143,17 +155,38 @@ func runCertify(cmd *cobra.Command, command []string, opts certifyOptions) error
 
 	reapLeftovers(cmd.ErrOrStderr())
 
-	var jobs []certifyJob
+	byName := map[string]certifyPick{}
+	names := make([]string, len(picked))
 
-	for _, p := range picked {
-		for _, s := range seeds {
-			jobs = append(jobs, certifyJob{sc: p.sc, arg: p.arg, seed: s})
+	for i, p := range picked {
+		byName[p.sc.Name], names[i] = p, p.sc.Name
+	}
+
+	// The pairs are split over the scenarios this machine runs: a shard
+	// whose machine skipped another set says so in its file, and merge
+	// refuses it.
+	var (
+		plan = shard.NewPlan(sh, names, seeds)
+		jobs []certifyJob
+	)
+
+	if sh.Whole() {
+		for _, p := range picked {
+			for _, s := range seeds {
+				jobs = append(jobs, certifyJob{sc: p.sc, arg: p.arg, seed: s})
+			}
 		}
+	} else {
+		for _, pr := range plan.Pairs() {
+			jobs = append(jobs, certifyJob{sc: byName[pr.Scenario].sc, arg: byName[pr.Scenario].arg, seed: pr.Seed})
+		}
+
+		printShard(cmd, plan, len(jobs))
 	}
 
 	c := &reports.Certify{
 		Command: command, Target: tgt.Name(), Seeds: seeds, Started: time.Now().UTC(), Parallel: opts.parallel,
-		Tool: buildinfo.Read().String(), FailOn: opts.failOn, Skipped: skipped,
+		Tool: buildinfo.Read().String(), FailOn: opts.failOn, Skipped: skipped, Shard: plan.Stamp(),
 	}
 
 	for _, p := range picked {
@@ -225,18 +258,26 @@ func runCertify(cmd *cobra.Command, command []string, opts certifyOptions) error
 		return &exitError{code: exitHarness, err: stop}
 	}
 
+	return certifyVerdictOf(c)
+}
+
+// certifyVerdictOf says how a certification exits: 1 when a run's outcome
+// is one of its --fail-on.
+func certifyVerdictOf(c *reports.Certify) error {
 	var bad []string
 
-	for _, r := range runs {
-		if slices.Contains(opts.failOn, r.Outcome) {
-			bad = append(bad, fmt.Sprintf("%s seed %d: %s", r.Scenario, r.Seed, r.Outcome))
+	for _, s := range c.Results {
+		for _, r := range s.Runs {
+			if slices.Contains(c.FailOn, r.Outcome) {
+				bad = append(bad, fmt.Sprintf("%s seed %d: %s", r.Scenario, r.Seed, r.Outcome))
+			}
 		}
 	}
 
 	if len(bad) > 0 {
 		slices.Sort(bad)
 
-		return &exitError{code: exitFail, err: fmt.Errorf("outcomes in --fail-on %s: %s", strings.Join(opts.failOn, ","), strings.Join(bad, "; "))}
+		return &exitError{code: exitFail, err: fmt.Errorf("outcomes in --fail-on %s: %s", strings.Join(c.FailOn, ","), strings.Join(bad, "; "))}
 	}
 
 	return nil

@@ -30,7 +30,14 @@ import (
 //	                    not ready, for at most SECONDS
 //	wait-voters SECONDS wait until every control plane is a voting etcd
 //	                    member, exit 1 when SECONDS pass first
+//
+// With TALCHAOS_TEST_CLI set it is talchaos itself (main), for the tests
+// that run the workflow's scripts, which call bin/talchaos.
 func TestMain(m *testing.M) {
+	if os.Getenv("TALCHAOS_TEST_CLI") != "" {
+		main()
+	}
+
 	if os.Getenv("TALCHAOS_TEST_TALOSCTL") != "" {
 		if err := miniTalosctl(os.Args[1:]); err != nil {
 			fmt.Fprintln(os.Stderr, "error:", err)

@@ -3,9 +3,14 @@ package main
 import (
 	"fmt"
 	"math"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/talchaos/talchaos/harness/shard"
 )
 
 // Bounds of the numbers the commands take, checked before anything starts
@@ -108,4 +113,38 @@ func quoteShort(s string) string {
 	}
 
 	return strconv.Quote(s)
+}
+
+// shardFlagHelp is --shard's help, the same on hunt, nightly and certify.
+var shardFlagHelp = "run only shard K of N of the (scenario, seed) pairs, 1 <= K <= N (the same pairs on every machine; 'talchaos merge' combines the shards); " +
+	"without it $" + shard.EnvShard + "=K/N, or $" + shard.EnvShards + "=N with a Kubernetes Indexed Job's 0-based $" + shard.EnvIndex
+
+// addShardFlag adds --shard to a command that runs (scenario, seed) pairs.
+func addShardFlag(cmd *cobra.Command, to *string) {
+	cmd.Flags().StringVar(to, "shard", "", shardFlagHelp)
+}
+
+// shardOf is the shard a command runs: --shard when given, else what the
+// environment says (shard.FromEnv), else the whole run.
+func shardOf(cmd *cobra.Command, flag string) (shard.Shard, error) {
+	if !cmd.Flags().Changed("shard") {
+		return shard.FromEnv(os.Getenv)
+	}
+
+	s, err := shard.Parse(flag)
+	if err != nil {
+		return shard.Shard{}, fmt.Errorf("--shard %s: %w", quoteShort(flag), err)
+	}
+
+	return s, nil
+}
+
+// printShard says which pairs a shard runs, before it runs them.
+func printShard(cmd *cobra.Command, plan shard.Plan, pairs int) {
+	if plan.Shard.Whole() {
+		return
+	}
+
+	fmt.Fprintf(cmd.OutOrStdout(), "shard %s: %d of the %d (scenario, seed) pairs of %d scenario(s) x seeds %s\n",
+		plan.Shard, pairs, len(plan.Scenarios)*len(plan.Seeds), len(plan.Scenarios), shard.Ranges(plan.Seeds))
 }

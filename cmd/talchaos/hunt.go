@@ -19,6 +19,7 @@ import (
 	"github.com/talchaos/talchaos/harness/result"
 	"github.com/talchaos/talchaos/harness/scenario"
 	"github.com/talchaos/talchaos/harness/seedpool"
+	"github.com/talchaos/talchaos/harness/shard"
 	"github.com/talchaos/talchaos/harness/target"
 	"github.com/talchaos/talchaos/reports"
 	"github.com/talchaos/talchaos/reports/stats"
@@ -30,6 +31,9 @@ type huntOptions struct {
 	parallel int
 	shrink   bool
 	rate     float64
+	shard    string
+	// stamp is the shard's stamp its hunt.json carries (nil: the whole run).
+	stamp *shard.Stamp
 }
 
 func newHuntCmd() *cobra.Command {
@@ -43,6 +47,10 @@ with its Wilson 95 % interval, the p50/p95 time to the outcome and the distinct
 outcomes (verdict and diagnoses) with their seeds, each reproducible with
 'talchaos run ... --seed N'. Writes REPORT-DIR/hunt.json, junit.xml (a test case
 per seed), summary.md and seed-N/. Exit code 0 when every seed passed, 1 otherwise.
+
+With --shard K/N it runs only its part of the seeds (the same on every machine)
+and stamps hunt.json with it; 'talchaos merge' combines the N shards' directories
+into the hunt an unsharded run writes.
 
 ` + shrinkFlagsHelp,
 		Args: cobra.ExactArgs(1),
@@ -69,6 +77,7 @@ per seed), summary.md and seed-N/. Exit code 0 when every seed passed, 1 otherwi
 	cmd.Flags().StringVar(&opts.reportDir, "report-dir", "talchaos-hunt", "directory for the per-seed reports")
 	cmd.Flags().BoolVar(&opts.shrink, "shrink", false, "then minimise the scenario while it keeps its outcome (see above)")
 	cmd.Flags().Float64Var(&opts.rate, "rate", 0.8, "with --shrink: the fraction of the seeds a smaller scenario must keep the outcome on")
+	addShardFlag(cmd, &opts.shard)
 
 	return cmd
 }
@@ -83,6 +92,15 @@ func runHunt(cmd *cobra.Command, arg string, opts huntOptions) (*reports.Hunt, e
 
 	if err := checkParallel(opts.parallel); err != nil {
 		return nil, &exitError{code: exitInput, err: err}
+	}
+
+	sh, err := shardOf(cmd, opts.shard)
+	if err != nil {
+		return nil, &exitError{code: exitInput, err: err}
+	}
+
+	if opts.shrink && !sh.Whole() {
+		return nil, &exitError{code: exitInput, err: fmt.Errorf("--shrink judges every reduction on every seed: it cannot run shard %s", sh)}
 	}
 
 	sc, err := loadScenario(arg)
@@ -111,6 +129,12 @@ func runHunt(cmd *cobra.Command, arg string, opts huntOptions) (*reports.Hunt, e
 
 	reapLeftovers(cmd.ErrOrStderr())
 
+	if !sh.Whole() {
+		plan := shard.NewPlan(sh, []string{sc.Name}, seeds)
+		seeds, opts.stamp = plan.SeedsOf(sc.Name), plan.Stamp()
+		printShard(cmd, plan, len(seeds))
+	}
+
 	return hunt(cmd.Context(), cmd.OutOrStdout(), sc, tgt, seeds, arg, opts)
 }
 
@@ -133,7 +157,9 @@ func hunt(ctx context.Context, out io.Writer, sc *scenario.Scenario, tgt target.
 
 	bar.done()
 
-	if len(runs) == 0 {
+	// A shard may have no seed of its own (more shards than seeds): its
+	// empty hunt.json still says so to merge.
+	if len(runs) == 0 && len(seeds) > 0 {
 		if stop == nil {
 			stop = errors.New("interrupted")
 		}
@@ -148,32 +174,42 @@ func hunt(ctx context.Context, out io.Writer, sc *scenario.Scenario, tgt target.
 
 	h := &reports.Hunt{
 		Scenario: sc.Name, Target: tgt.Name(), Started: started, WallMs: time.Since(started).Milliseconds(),
-		Parallel: opts.parallel, Tool: buildinfo.Read().String(), Summary: stats.Summarize(sc.Name, statRuns), Runs: runs,
+		Parallel: opts.parallel, Tool: buildinfo.Read().String(), Shard: opts.stamp, Summary: stats.Summarize(sc.Name, statRuns), Runs: runs,
 	}
 
 	if _, err := reports.WriteHunt(opts.reportDir, h); err != nil {
 		return nil, &exitError{code: exitHarness, err: err}
 	}
 
-	sum := h.Summary
-	fmt.Fprintf(out, "\n%s: expectations held for %d of %d seeds (rate %.2f, 95%% interval %.2f-%.2f); time to the outcome p50 %s, p95 %s; %s wall at %d at a time\n",
-		sc.Name, sum.Passed, sum.Runs, sum.Rate, sum.Low, sum.High, reports.Millis(sum.P50Ms), reports.Millis(sum.P95Ms), reports.Millis(h.WallMs), opts.parallel)
-
-	for _, o := range sum.Outcomes {
-		fmt.Fprintf(out, "  %-40s %3d seed(s)  replay: %s\n", o.Key(), len(o.Seeds), o.Replay)
-	}
-
+	printHunt(out, h)
 	fmt.Fprintf(out, "reports in %s (hunt.json, junit.xml, summary.md, seed-N/)\n", opts.reportDir)
 
 	if stop != nil {
 		return h, &exitError{code: exitHarness, err: stop}
 	}
 
-	if sum.Passed < sum.Runs {
-		return h, &exitError{code: exitFail}
+	return h, huntVerdictOf(h)
+}
+
+// printHunt prints a hunt's summary: its rate and the outcomes with their
+// replay commands.
+func printHunt(out io.Writer, h *reports.Hunt) {
+	sum := h.Summary
+	fmt.Fprintf(out, "\n%s: expectations held for %d of %d seeds (rate %.2f, 95%% interval %.2f-%.2f); time to the outcome p50 %s, p95 %s; %s wall at %d at a time\n",
+		h.Scenario, sum.Passed, sum.Runs, sum.Rate, sum.Low, sum.High, reports.Millis(sum.P50Ms), reports.Millis(sum.P95Ms), reports.Millis(h.WallMs), h.Parallel)
+
+	for _, o := range sum.Outcomes {
+		fmt.Fprintf(out, "  %-40s %3d seed(s)  replay: %s\n", o.Key(), len(o.Seeds), o.Replay)
+	}
+}
+
+// huntVerdictOf says how a hunt exits: 1 when a seed did not pass.
+func huntVerdictOf(h *reports.Hunt) error {
+	if h.Summary.Passed < h.Summary.Runs {
+		return &exitError{code: exitFail}
 	}
 
-	return h, nil
+	return nil
 }
 
 // huntSeeds runs the seeds, opts.parallel at a time, each into its own report

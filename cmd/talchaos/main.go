@@ -52,7 +52,7 @@ func (e *exitError) Unwrap() error { return e.err }
 // interrupted (nodes, ports, temp dirs, a child command): they end on the
 // cancelled context once that is done. Every other command only reads and
 // prints, so a signal ends it within quickExitGrace, whatever it is doing.
-var cleansUp = map[string]bool{"run": true, "replay": true, "hunt": true, "nightly": true, "up": true, "node": true, "node-net": true}
+var cleansUp = map[string]bool{"run": true, "replay": true, "hunt": true, "nightly": true, "certify": true, "up": true, "node": true, "node-net": true}
 
 // quickExitGrace is how long a command with nothing to clean up has to end
 // by itself after a signal.
@@ -257,7 +257,7 @@ func newRoot() *cobra.Command {
 			os.Setenv(kubecp.EnvDir, kubeDir) //nolint:errcheck,gosec // a valid name
 		}
 	}
-	root.AddCommand(newRunCmd(), newListCmd(), newShowCmd(), newFaultsCmd(), newUpCmd(), newDoctorCmd(), newReportCmd(), newReplayCmd(), newHuntCmd(), newNightlyCmd(), newCertifyCmd(), newNodeCmd(), newNodeNetCmd(),
+	root.AddCommand(newRunCmd(), newListCmd(), newShowCmd(), newFaultsCmd(), newUpCmd(), newDoctorCmd(), newReportCmd(), newReplayCmd(), newHuntCmd(), newNightlyCmd(), newCertifyCmd(), newMergeCmd(), newNodeCmd(), newNodeNetCmd(),
 		&cobra.Command{
 			Use:   "version",
 			Short: "Print talchaos's version and the VCS revision it was built from",

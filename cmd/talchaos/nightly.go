@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"html"
 	"io"
 	"path/filepath"
 	"slices"
@@ -14,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/talchaos/talchaos/harness/buildinfo"
-	"github.com/talchaos/talchaos/harness/scratch"
+	"github.com/talchaos/talchaos/harness/shard"
 	"github.com/talchaos/talchaos/harness/target"
 	"github.com/talchaos/talchaos/reports"
 	"github.com/talchaos/talchaos/reports/stats"
@@ -23,12 +22,6 @@ import (
 
 // nightlyAlpha is the significance level of the regression test.
 const nightlyAlpha = 0.01
-
-// Files nightly writes next to the scenarios' hunts.
-const (
-	ledgerFile = "ledger.json"
-	indexFile  = "index.html"
-)
 
 type nightlyOptions struct {
 	huntOptions
@@ -54,7 +47,14 @@ With --baseline (the previous night's ledger.json) each scenario's pass count is
 compared with a one-sided Fisher exact test at alpha = 0.01: exit code 1 when a
 scenario passes significantly less often (regression, with its p-value); significant
 improvements are printed too. --compare FILE compares a ledger already written
-instead of running anything.`,
+instead of running anything.
+
+With --shard K/N (or its environment variables, below) it runs only shard K of
+the night's (scenario, seed) pairs — the same pairs on every machine, every pair
+in one shard — and stamps ledger.json and each hunt.json with the shard, the
+seeds, the scenarios and the talchaos build. 'talchaos merge' combines the N
+shards' directories into the night's ledger, junit.xml, summary.md and
+index.html, and runs the --baseline gate on the merged ledger.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runNightly(cmd, opts) },
 	}
@@ -66,6 +66,7 @@ instead of running anything.`,
 	f.StringVar(&opts.baseline, "baseline", "", "the previous night's ledger.json to compare with")
 	f.StringVar(&opts.compare, "compare", "", "compare this ledger.json with --baseline instead of running")
 	f.StringSliceVar(&opts.only, "scenario", nil, "run only these built-in scenarios (repeat or comma-separate)")
+	addShardFlag(cmd, &opts.shard)
 
 	opts.target = "sim"
 
@@ -80,15 +81,28 @@ func runNightly(cmd *cobra.Command, opts nightlyOptions) error {
 		return &exitError{code: exitInput, err: err}
 	}
 
-	var baseline *stats.Ledger
+	plan := shard.Plan{Scenarios: names, Seeds: seeds}
 
-	if opts.baseline != "" {
-		b, err := stats.ReadLedger(opts.baseline)
+	if opts.compare == "" {
+		sh, err := shardOf(cmd, opts.shard)
 		if err != nil {
 			return &exitError{code: exitInput, err: err}
 		}
 
-		baseline = b
+		// The gate compares whole nights: a shard's part would be
+		// compared with a whole baseline.
+		if !sh.Whole() && opts.baseline != "" {
+			return &exitError{code: exitInput, err: fmt.Errorf("--baseline: shard %s holds part of the night; the gate runs on the merged ledger (talchaos merge SHARD_DIR... --baseline FILE)", sh)}
+		}
+
+		if !sh.Whole() {
+			plan = shard.NewPlan(sh, names, seeds)
+		}
+	}
+
+	baseline, err := readBaseline(opts.baseline)
+	if err != nil {
+		return err
 	}
 
 	if opts.compare != "" {
@@ -108,7 +122,7 @@ func runNightly(cmd *cobra.Command, opts nightlyOptions) error {
 		return &exitError{code: exitInput, err: fmt.Errorf("--out: %w", err)}
 	}
 
-	ledger := &stats.Ledger{Created: time.Now().UTC(), Tool: buildinfo.Read().String()}
+	ledger := &stats.Ledger{Created: time.Now().UTC(), Tool: buildinfo.Read().String(), Shard: plan.Stamp()}
 
 	tgt, err := targetFor(opts.runOptions)
 	if err != nil {
@@ -117,12 +131,26 @@ func runNightly(cmd *cobra.Command, opts nightlyOptions) error {
 
 	reapLeftovers(cmd.ErrOrStderr())
 
+	pairs := plan.Pairs()
+	printShard(cmd, plan, len(pairs))
+
+	opts.stamp = plan.Stamp()
+
 	var hunts []*reports.Hunt
 
 	for _, name := range names {
+		mine := seeds
+		if !plan.Shard.Whole() {
+			mine = plan.SeedsOf(name)
+		}
+
+		if len(mine) == 0 {
+			continue // every seed of it is another shard's
+		}
+
 		fmt.Fprintf(out, "== %s\n", name)
 
-		h, err := nightlyHunt(cmd.Context(), out, tgt, seeds, name, opts)
+		h, err := nightlyHunt(cmd.Context(), out, tgt, mine, name, opts)
 		if err != nil {
 			return err
 		}
@@ -133,18 +161,26 @@ func runNightly(cmd *cobra.Command, opts nightlyOptions) error {
 
 	slices.SortFunc(ledger.Scenarios, func(a, b stats.Summary) int { return strings.Compare(a.Scenario, b.Scenario) })
 
-	if err := ledger.Write(filepath.Join(opts.reportDir, ledgerFile)); err != nil {
+	return writeNight(out, opts.reportDir, ledger, hunts, baseline,
+		fmt.Sprintf("\nnightly: %d run(s) of %d scenario(s)", len(pairs), len(hunts)))
+}
+
+// writeNight writes a night's ledger, junit.xml, summary.md and index.html
+// into dir (its hunts are there already), says so after what, and gates it:
+// what nightly does after its runs, and merge after reading a night's
+// shards. It exits 1 when a scenario regressed against the baseline.
+func writeNight(out io.Writer, dir string, ledger *stats.Ledger, hunts []*reports.Hunt, baseline *stats.Ledger, what string) error {
+	if err := ledger.Write(filepath.Join(dir, reports.LedgerFile)); err != nil {
 		return &exitError{code: exitHarness, err: err}
 	}
 
 	changes := stats.Compare(baseline, ledger, nightlyAlpha)
 
-	if err := writeNightlyFiles(opts.reportDir, hunts, changes, baseline != nil); err != nil {
+	if err := reports.WriteNightly(dir, hunts, changes, baseline != nil); err != nil {
 		return &exitError{code: exitHarness, err: err}
 	}
 
-	fmt.Fprintf(out, "\nnightly: %d scenario(s) x %d seed(s); ledger, junit.xml, summary.md and index.html in %s\n",
-		len(hunts), len(hunts[0].Runs), opts.reportDir)
+	fmt.Fprintf(out, "%s; ledger, junit.xml, summary.md and index.html in %s\n", what, dir)
 
 	if baseline == nil {
 		fmt.Fprintln(out, "no --baseline: nothing to compare with")
@@ -160,7 +196,7 @@ func runNightly(cmd *cobra.Command, opts nightlyOptions) error {
 // error, not the whole catalogue.
 func checkNightlyFlags(cmd *cobra.Command, opts nightlyOptions) ([]string, []int64, error) {
 	if opts.compare != "" {
-		for _, f := range []string{"seeds", "parallel", "out", "scenario"} {
+		for _, f := range []string{"seeds", "parallel", "out", "scenario", "shard"} {
 			if cmd.Flags().Changed(f) {
 				return nil, nil, fmt.Errorf("--%s is for a night's run: --compare only compares two ledgers", f)
 			}
@@ -224,6 +260,21 @@ func nightlyHunt(ctx context.Context, out io.Writer, tgt target.Target, seeds []
 	return h, nil
 }
 
+// readBaseline reads --baseline, the previous night's ledger (nil when not
+// given); a bad one is exit 2.
+func readBaseline(path string) (*stats.Ledger, error) {
+	if path == "" {
+		return nil, nil
+	}
+
+	b, err := stats.ReadLedger(path)
+	if err != nil {
+		return nil, &exitError{code: exitInput, err: err}
+	}
+
+	return b, nil
+}
+
 // verdictOf prints the comparison and says how nightly exits: 1 when a
 // scenario regressed significantly.
 func verdictOf(out io.Writer, changes []stats.Change) error {
@@ -245,79 +296,6 @@ func verdictOf(out io.Writer, changes []stats.Change) error {
 	}
 
 	fmt.Fprintln(out, "no significant regression (one-sided Fisher exact test, alpha 0.01)")
-
-	return nil
-}
-
-func writeNightlyFiles(dir string, hunts []*reports.Hunt, changes []stats.Change, compared bool) error {
-	byName := map[string]stats.Change{}
-	for _, c := range changes {
-		byName[c.Scenario] = c
-	}
-
-	junit, err := reports.HuntsJUnit(hunts)
-	if err != nil {
-		return err
-	}
-
-	var md, idx strings.Builder
-
-	md.WriteString("## talchaos nightly\n\n| scenario | passed | rate (95 % interval) | p50 | p95 | outcomes | vs baseline |\n|---|---|---|---|---|---|---|\n")
-	idx.WriteString("<!doctype html><meta charset=utf-8><title>talchaos nightly</title>" +
-		"<style>body{font:14px system-ui,sans-serif;margin:2em}td,th{padding:2px 8px;text-align:left}.fail{color:#b00}</style>" +
-		"<h1>talchaos nightly</h1><table><tr><th>scenario</th><th>rate</th><th>runs</th></tr>\n")
-
-	for _, h := range hunts {
-		s := h.Summary
-
-		var outcomes []string
-		for _, o := range s.Outcomes {
-			outcomes = append(outcomes, fmt.Sprintf("%s ×%d", o.Key(), len(o.Seeds)))
-		}
-
-		vs := "-"
-
-		if c, ok := byName[h.Scenario]; ok && compared {
-			switch {
-			case c.New:
-				vs = "new"
-			case c.Regression:
-				vs = fmt.Sprintf("**regression** %d/%d → %d/%d, p = %.3g", c.Before.Passed, c.Before.Runs, s.Passed, s.Runs, c.P)
-			case c.Improvement:
-				vs = fmt.Sprintf("improvement %d/%d → %d/%d, p = %.3g", c.Before.Passed, c.Before.Runs, s.Passed, s.Runs, c.P)
-			default:
-				vs = fmt.Sprintf("same (%d/%d before, p = %.3g)", c.Before.Passed, c.Before.Runs, c.P)
-			}
-		}
-
-		fmt.Fprintf(&md, "| %s | %d/%d | %.2f (%.2f–%.2f) | %s | %s | %s | %s |\n", h.Scenario, s.Passed, s.Runs, s.Rate, s.Low, s.High,
-			reports.Millis(s.P50Ms), reports.Millis(s.P95Ms), strings.Join(outcomes, "; "), vs)
-
-		class := ""
-		if s.Passed < s.Runs {
-			class = ` class="fail"`
-		}
-
-		fmt.Fprintf(&idx, "<tr%s><td>%s</td><td>%d/%d</td><td>", class, html.EscapeString(h.Scenario), s.Passed, s.Runs)
-
-		for _, r := range h.Runs {
-			fmt.Fprintf(&idx, `<a href="%s/%s/report.html">%d %s</a> `, html.EscapeString(h.Scenario), html.EscapeString(r.Report), r.Seed, html.EscapeString(r.Verdict))
-		}
-
-		idx.WriteString("</td></tr>\n")
-	}
-
-	idx.WriteString("</table>\n")
-
-	for name, data := range map[string][]byte{
-		reports.JUnitFile:       junit,
-		reports.HuntSummaryFile: []byte(md.String()),
-		indexFile:               []byte(idx.String()),
-	} {
-		if err := scratch.WriteFileAtomic(filepath.Join(dir, name), data, 0o644); err != nil {
-			return err
-		}
-	}
 
 	return nil
 }

@@ -6,9 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/talchaos/talchaos/reports"
 	"github.com/talchaos/talchaos/reports/stats"
 )
 
@@ -74,14 +76,33 @@ func TestNightlyWritesItsFiles(t *testing.T) {
 		t.Fatalf("exit %d:\n%s", code, text)
 	}
 
-	l, err := stats.ReadLedger(filepath.Join(out, ledgerFile))
+	l, err := stats.ReadLedger(filepath.Join(out, reports.LedgerFile))
 	if err != nil || len(l.Scenarios) != 1 || l.Scenarios[0].Runs != 2 {
 		t.Fatalf("ledger (%v): %+v", err, l)
 	}
 
 	passed := l.Scenarios[0].Passed
 
-	var junit struct {
+	if cases := junitCases(t, out); len(cases) != 2 || !strings.Contains(cases[0], "happy-path") {
+		t.Errorf("junit.xml: %v", cases)
+	}
+
+	checkIndexLinks(t, out, 2)
+
+	if md, err := os.ReadFile(filepath.Join(out, "summary.md")); err != nil || !strings.Contains(string(md), fmt.Sprintf("| happy-path | %d/2 |", passed)) {
+		t.Errorf("summary.md (%v):\n%s", err, md)
+	}
+
+	if code, text := run(t, "nightly", "--baseline", filepath.Join(out, reports.LedgerFile), "--compare", filepath.Join(out, reports.LedgerFile)); code != exitPass {
+		t.Errorf("compared with itself: exit %d:\n%s", code, text)
+	}
+}
+
+// junitCases are junit.xml's test cases in dir as "SUITE / CASE", sorted.
+func junitCases(t *testing.T, dir string) []string {
+	t.Helper()
+
+	var j struct {
 		Suites []struct {
 			Name  string `xml:"name,attr"`
 			Cases []struct {
@@ -90,36 +111,46 @@ func TestNightlyWritesItsFiles(t *testing.T) {
 		} `xml:"testsuite"`
 	}
 
-	data, err := os.ReadFile(filepath.Join(out, "junit.xml"))
+	data, err := os.ReadFile(filepath.Join(dir, reports.JUnitFile))
 	if err == nil {
-		err = xml.Unmarshal(data, &junit)
+		err = xml.Unmarshal(data, &j)
 	}
 
-	if err != nil || len(junit.Suites) != 1 || len(junit.Suites[0].Cases) != 2 || !strings.Contains(junit.Suites[0].Name, "happy-path") {
-		t.Errorf("junit.xml (%v):\n%s", err, data)
+	if err != nil {
+		t.Fatal(err)
 	}
 
-	index, err := os.ReadFile(filepath.Join(out, indexFile))
+	var out []string
+
+	for _, s := range j.Suites {
+		for _, c := range s.Cases {
+			out = append(out, s.Name+" / "+c.Name)
+		}
+	}
+
+	slices.Sort(out)
+
+	return out
+}
+
+// checkIndexLinks checks a night's index.html in dir links want runs, each
+// to a page that is there.
+func checkIndexLinks(t *testing.T, dir string, want int) {
+	t.Helper()
+
+	index, err := os.ReadFile(filepath.Join(dir, reports.NightlyIndexFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	links := regexp.MustCompile(`href="([^"]+)"`).FindAllStringSubmatch(string(index), -1)
-	if len(links) != 2 {
-		t.Errorf("index.html links %d runs, want 2:\n%s", len(links), index)
+	if len(links) != want {
+		t.Errorf("index.html links %d runs, want %d:\n%s", len(links), want, index)
 	}
 
 	for _, l := range links {
-		if _, err := os.Stat(filepath.Join(out, l[1])); err != nil {
+		if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(l[1]))); err != nil {
 			t.Errorf("index.html links a missing page: %v", err)
 		}
-	}
-
-	if md, err := os.ReadFile(filepath.Join(out, "summary.md")); err != nil || !strings.Contains(string(md), fmt.Sprintf("| happy-path | %d/2 |", passed)) {
-		t.Errorf("summary.md (%v):\n%s", err, md)
-	}
-
-	if code, text := run(t, "nightly", "--baseline", filepath.Join(out, ledgerFile), "--compare", filepath.Join(out, ledgerFile)); code != exitPass {
-		t.Errorf("compared with itself: exit %d:\n%s", code, text)
 	}
 }

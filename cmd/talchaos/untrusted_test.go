@@ -47,6 +47,9 @@ func TestHostileFlagsExitTwo(t *testing.T) {
 		{[]string{"nightly", "--compare", "x.json", "--seeds", "1-3"}, "--seeds is for a night's run"},
 		{[]string{"up", "--time-scale", "NaN"}, "--time-scale"},
 		{[]string{"up", "--time-scale", "Inf"}, "--time-scale"},
+		{[]string{"merge", "\x1b[31mred"}, `red: stat: no such file or directory`},
+		{[]string{"merge", "/dev/null"}, "/dev/null: not a directory"},
+		{[]string{"hunt", "happy-path", "--shard", "\x1b[2J/2"}, `--shard "\x1b[2J/2": K "\x1b[2J" is not a whole number`},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "out")
@@ -61,6 +64,8 @@ func TestHostileFlagsExitTwo(t *testing.T) {
 				}
 			case "up":
 				args = append(args, "--dir", dir)
+			case "merge":
+				args = append(args, "--out", dir)
 			}
 
 			code, out := run(t, args...)
@@ -90,6 +95,16 @@ func TestSpecialFilesAreRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// A shard's directory whose ledger is a FIFO.
+	shardDir := filepath.Join(dir, "shard")
+	if err := os.Mkdir(shardDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := syscall.Mkfifo(filepath.Join(shardDir, "ledger.json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -105,6 +120,8 @@ func TestSpecialFilesAreRefused(t *testing.T) {
 		{[]string{"run", "--plan", fifo, "--report-dir", filepath.Join(dir, "r4")}, "is not a regular file (a named pipe)"},
 		{[]string{"hunt", fifo, "--report-dir", filepath.Join(dir, "r3")}, "is not a regular file (a named pipe)"},
 		{[]string{"report", "/dev/zero"}, "is not a regular file (a character device)"},
+		{[]string{"merge", shardDir, "--out", filepath.Join(dir, "m1")}, "shard/ledger.json: cannot read the ledger: is not a regular file (a named pipe)"},
+		{[]string{"merge", "--baseline", fifo, shardDir, "--out", filepath.Join(dir, "m2")}, "is not a regular file (a named pipe)"},
 	} {
 		t.Run(strings.Join(tc.args[:2], " "), func(t *testing.T) {
 			type res struct {

@@ -2,8 +2,9 @@
 // (`make bench`): the time to the outcome of every built-in scenario, the
 // happy path's formation against bare embedded etcd members forming the same
 // way (the floor), a 7-control-plane + 50-worker cluster's memory and
-// formation time, and a 20-seed hunt at one seed at a time and at the default
-// parallelism.
+// formation time, a 20-seed hunt at one seed at a time and at the default
+// parallelism, and the catalogue over 20 seeds as 4 shards one after another
+// (what a 4-runner matrix takes: the longest shard).
 //
 // It drives the built binary (-bin), as a user would, so that wall times and
 // the peak RSS are those of a real talchaos process; only the floor runs in
@@ -30,8 +31,10 @@ import (
 func main() {
 	bin := flag.String("bin", "bin/talchaos", "the talchaos binary")
 	runs := flag.Int("runs", 5, "runs per scenario (the median is shown)")
-	only := flag.String("only", "", "comma-separated figures to measure: scenarios, floor, size, kubernetes, hunt (default: all)")
-	list := flag.String("scenarios", "", "comma-separated built-in scenarios (default: all)")
+	only := flag.String("only", "", "comma-separated figures to measure: scenarios, floor, size, kubernetes, hunt, shards (default: all)")
+	list := flag.String("scenarios", "", "comma-separated built-in scenarios for figures 1 and 5 (default: all)")
+	shardSeeds := flag.String("shard-seeds", "1-20", "figure 5: the seeds of the sharded night")
+	shardCount := flag.Int("shards", 4, "figure 5: the shards it is split into")
 	flag.Parse()
 
 	abs, err := filepath.Abs(*bin)
@@ -76,6 +79,10 @@ func main() {
 
 	if want("hunt") {
 		rows = append(rows, b.hunt()...)
+	}
+
+	if want("shards") {
+		rows = append(rows, b.shards(names, *list == "", *shardSeeds, *shardCount)...)
 	}
 
 	fmt.Println("| figure | measured | goal |")

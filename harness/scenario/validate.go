@@ -9,6 +9,11 @@ import (
 
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]*$`)
 
+// ValidName reports whether name is one a scenario may have: what a reader
+// of another file naming scenarios (a shard's stamp) checks before it takes
+// a name as a directory, as talchaos's own writers do.
+func ValidName(name string) bool { return len(name) <= MaxNameLen && nameRE.MatchString(name) }
+
 // validator collects every problem of a decoded, defaulted scenario, so one run of the
 // harness reports them all rather than one per edit.
 type validator struct {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/talchaos/talchaos/harness/inputfile"
 	"github.com/talchaos/talchaos/harness/scratch"
+	"github.com/talchaos/talchaos/harness/shard"
 	"github.com/talchaos/talchaos/harness/strictjson"
 )
 
@@ -22,10 +23,14 @@ const LedgerSchema = "talchaos.ledger/v1"
 // Ledger is one night's record: a Summary per scenario. Tonight's ledger is
 // compared with last night's by Compare, and then becomes the next baseline.
 type Ledger struct {
-	Schema    string    `json:"schema"` // LedgerSchema; Write sets it
-	Created   time.Time `json:"created"`
-	Tool      string    `json:"tool,omitempty"` // e.g. "talchaos v0.4.1"
-	Scenarios []Summary `json:"scenarios"`      // sorted by Scenario, unique
+	Schema  string    `json:"schema"` // LedgerSchema; Write sets it
+	Created time.Time `json:"created"`
+	Tool    string    `json:"tool,omitempty"` // e.g. "talchaos v0.4.1"
+	// Shard is set in the ledger of one shard of a night (nightly
+	// --shard): which part of which night it holds. talchaos merge
+	// combines the shards into the night's ledger, which has none.
+	Shard     *shard.Stamp `json:"shard,omitempty"`
+	Scenarios []Summary    `json:"scenarios"` // sorted by Scenario, unique
 }
 
 // MaxScenarios bounds the scenarios of a ledger read back (the catalogue
@@ -84,9 +89,10 @@ func DecodeLedger(file string, data []byte) (*Ledger, error) {
 }
 
 var ledgerOptions = strictjson.Options{Required: map[reflect.Type][]string{
-	reflect.TypeFor[Ledger]():  {"schema", "scenarios"},
-	reflect.TypeFor[Summary](): {"scenario", "runs", "passed"},
-	reflect.TypeFor[Outcome](): {"verdict", "seeds"},
+	reflect.TypeFor[Ledger]():      {"schema", "scenarios"},
+	reflect.TypeFor[Summary]():     {"scenario", "runs", "passed"},
+	reflect.TypeFor[Outcome]():     {"verdict", "seeds"},
+	reflect.TypeFor[shard.Stamp](): {"index", "count", "seeds", "scenarios"},
 }}
 
 // Validate reports what makes a ledger inconsistent, each problem at its JSON
@@ -95,12 +101,17 @@ var ledgerOptions = strictjson.Options{Required: map[reflect.Type][]string{
 // MaxRuns, passed outside 0 to runs, a rate that is not passed/runs or an
 // interval that is not within [0, 1] around it, negative or unordered
 // percentiles, outcomes of an unknown verdict, listed twice, or whose seeds do
-// not add up to the runs and the passes.
+// not add up to the runs and the passes; a shard stamp that is unusable
+// (shard.Stamp.Check), or a scenario the stamped night does not run.
 func (l *Ledger) Validate() []*strictjson.Error {
 	var p strictjson.Problems
 
 	if l.Schema != LedgerSchema {
 		p.Addf("schema", "is %s: want %s", strictjson.Quote(l.Schema), LedgerSchema)
+	}
+
+	if l.Shard != nil {
+		l.Shard.Check(&p, "shard")
 	}
 
 	if len(l.Scenarios) > MaxScenarios {
@@ -120,6 +131,10 @@ func (l *Ledger) Validate() []*strictjson.Error {
 		sp := strictjson.Index("scenarios", i)
 
 		names.Check(&p, strictjson.Key(sp, "scenario"), i, s.Scenario)
+
+		if l.Shard != nil && !slices.Contains(l.Shard.Scenarios, s.Scenario) {
+			p.Addf(strictjson.Key(sp, "scenario"), "is %s, which the shard's night (shard.scenarios) does not run", strictjson.Quote(s.Scenario))
+		}
 
 		s.check(&p, sp)
 	}

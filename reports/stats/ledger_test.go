@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/talchaos/talchaos/harness/shard"
 	"github.com/talchaos/talchaos/harness/strictjson"
 )
 
@@ -124,6 +125,26 @@ func TestLedgerRoundTrip(t *testing.T) {
 	}
 }
 
+// A shard's ledger keeps its stamp.
+func TestShardLedgerRoundTrip(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ledger.json")
+	l := &Ledger{Tool: "talchaos test", Shard: &shard.Stamp{Index: 2, Count: 3, Seeds: []int64{1, 2}, Scenarios: []string{"alpha", "zeta"}},
+		Scenarios: []Summary{summary("zeta", 1, 1)}}
+
+	if err := l.Write(path); err != nil {
+		t.Fatal(err)
+	}
+
+	got, err := ReadLedger(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if !reflect.DeepEqual(got.Shard, l.Shard) {
+		t.Errorf("stamp read back as %+v, want %+v", got.Shard, l.Shard)
+	}
+}
+
 func TestLedgerWriteRejectsDuplicates(t *testing.T) {
 	l := &Ledger{Scenarios: []Summary{summary("a", 1, 1), summary("a", 0, 1)}}
 	if err := l.Write(filepath.Join(t.TempDir(), "ledger.json")); err == nil {
@@ -185,6 +206,11 @@ func TestReadLedgerErrors(t *testing.T) {
 		{"duplicate-key.json", edit(`"passed": 20`, `"passed": 20, "passed": 0`), []string{"scenarios[0].passed: written twice"}},
 		{"control.json", edit(`"tool": "t"`, "\"tool\": \"t\", \"\\u001b]0;pwned\\u0007\": 1"), []string{`["\x1b]0;pwned\a"]: unknown field`}},
 		{"missing.json", "", []string{"cannot read the ledger", "no such file or directory"}}, // not created
+
+		// A shard's ledger: its stamp is checked, and so are its scenarios against the stamp.
+		{"shard-count.json", edit(`"tool": "t",`, `"tool": "t", "shard": {"index": 1, "count": 0, "seeds": [1], "scenarios": ["a", "b"]},`), []string{"shard.count: is 0: want 1 to 1000 shards"}},
+		{"shard-foreign.json", edit(`"tool": "t",`, `"tool": "t", "shard": {"index": 1, "count": 2, "seeds": [1], "scenarios": ["a"]},`), []string{`scenarios[1].scenario: is "b", which the shard's night (shard.scenarios) does not run`}},
+		{"shard-missing-field.json", edit(`"tool": "t",`, `"tool": "t", "shard": {"index": 1, "count": 2, "scenarios": ["a", "b"]},`), []string{"shard.seeds: missing: the field is required"}},
 	}
 	for _, tt := range tests {
 		path := filepath.Join(dir, tt.name)

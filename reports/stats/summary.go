@@ -2,9 +2,12 @@ package stats
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/talchaos/talchaos/harness/strictjson"
 )
 
 // Verdicts of a run, the same words as report.json's verdict.
@@ -133,4 +136,45 @@ func normalizeCodes(codes []string) []string {
 	slices.Sort(out)
 
 	return slices.Compact(out)
+}
+
+// Mismatch names the first field in which s, the summary at path in a
+// file, differs from want: the field's path ("" when they are the same) and
+// both values as text. A reader of a file holding a summary and the runs it
+// was made of (hunt.json, a shard's ledger beside its hunts) checks the one
+// against Summarize of the other with it, so that a hand-edited count is
+// refused, not merged.
+func (s Summary) Mismatch(want Summary, path string) (at, got, wanted string) {
+	for _, f := range []struct {
+		key  string
+		a, b any
+	}{
+		{"scenario", s.Scenario, want.Scenario}, {"runs", s.Runs, want.Runs}, {"passed", s.Passed, want.Passed},
+		{"rate", s.Rate, want.Rate}, {"rateLow", s.Low, want.Low}, {"rateHigh", s.High, want.High},
+		{"p50Ms", s.P50Ms, want.P50Ms}, {"p95Ms", s.P95Ms, want.P95Ms},
+	} {
+		if f.a != f.b {
+			return strictjson.Key(path, f.key), fmt.Sprint(f.a), fmt.Sprint(f.b)
+		}
+	}
+
+	outcomes := strictjson.Key(path, "outcomes")
+	if len(s.Outcomes) != len(want.Outcomes) {
+		return outcomes, fmt.Sprintf("%d outcome(s)", len(s.Outcomes)), fmt.Sprint(len(want.Outcomes))
+	}
+
+	for i, o := range s.Outcomes {
+		w, op := want.Outcomes[i], strictjson.Index(outcomes, i)
+
+		switch {
+		case o.Key() != w.Key():
+			return op, strictjson.Quote(o.Key()), strictjson.Quote(w.Key())
+		case !slices.Equal(o.Seeds, w.Seeds):
+			return strictjson.Key(op, "seeds"), fmt.Sprint(o.Seeds), fmt.Sprint(w.Seeds)
+		case o.Replay != w.Replay:
+			return strictjson.Key(op, "replay"), strictjson.Quote(o.Replay), strictjson.Quote(w.Replay)
+		}
+	}
+
+	return "", "", ""
 }
