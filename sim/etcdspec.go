@@ -7,7 +7,6 @@ import (
 	"net/netip"
 	"slices"
 	"strconv"
-	"strings"
 
 	sidenet "github.com/siderolabs/net"
 	"github.com/siderolabs/talos/pkg/machinery/config"
@@ -86,13 +85,17 @@ func comparePrefixNew(a, b netip.Prefix) int {
 }
 
 // etcdSpec is the etcd spec Talos's EtcdSpecController writes for the
-// applied config and the node's addresses (controllers/etcd/spec.go):
-// with cluster.etcd.advertisedSubnets set, every current address in them
-// is advertised ("!cidr" excludes); without (or with exclusions only),
-// the first routed address that is not excluded; listenSubnets pick the
-// addresses etcd listens on (default: all). ok is false when no address
-// is advertised or none is listened on: then the controller writes no
-// spec, logs nothing, and the etcd service waits for it forever.
+// applied config and the node's addresses (controllers/etcd/spec.go, fed by
+// controllers/etcd/config.go): cluster.etcd.advertisedSubnets go in as they
+// are written ("!cidr" entries among them, applied in order by
+// siderolabs/net FilterIPs, so exclusions alone match nothing); with them
+// every current address they match is advertised, in their order, without
+// them the first routed address. listenSubnets (by default the advertised
+// subnets when those are set) pick the addresses etcd listens on, none set
+// meaning everywhere. ok is false when nothing is advertised or nothing
+// listened on: then the controller writes no spec and logs nothing, and
+// the etcd service waits for it forever. (The controller also excludes the
+// config's virtual IPs, which the sim does not model yet.)
 type etcdSpec struct {
 	advertised []netip.Addr
 	// listenPeer is nil for "everywhere" (0.0.0.0).
@@ -109,43 +112,30 @@ func (n *Node) etcdSpec() (etcdSpec, bool) {
 		addrs = append(addrs, p.Addr())
 	}
 
-	if cfg == nil || cfg.Cluster() == nil || cfg.Cluster().Etcd() == nil {
-		return etcdSpec{advertised: addrs[:1]}, len(addrs) > 0
-	}
-
-	etcd := cfg.Cluster().Etcd()
-
-	// etcd.ConfigController splits the config's subnets into valid and
-	// excluded ones; the spec controller joins them again with "!".
-	var valid, exclude []string
-
-	for _, s := range etcd.AdvertisedSubnets() {
-		if cidr, ok := strings.CutPrefix(s, "!"); ok {
-			exclude = append(exclude, "!"+cidr)
-		} else {
-			valid = append(valid, s)
-		}
-	}
-
 	var (
-		spec etcdSpec
-		err  error
+		spec               etcdSpec
+		err                error
+		advertised, listen []string
 	)
 
-	if len(valid) == 0 {
-		spec.advertised, err = sidenet.FilterIPs(addrs, append([]string{"0.0.0.0/0", "::/0"}, exclude...))
+	if cfg != nil && cfg.Cluster() != nil && cfg.Cluster().Etcd() != nil {
+		advertised, listen = cfg.Cluster().Etcd().AdvertisedSubnets(), cfg.Cluster().Etcd().ListenSubnets()
+	}
+
+	if len(advertised) == 0 {
+		spec.advertised, err = sidenet.FilterIPs(addrs, []string{"0.0.0.0/0", "::/0"})
 		if len(spec.advertised) > 0 {
 			spec.advertised = spec.advertised[:1]
 		}
 	} else {
-		spec.advertised, err = sidenet.FilterIPs(addrs, append(valid, exclude...))
+		spec.advertised, err = sidenet.FilterIPs(addrs, advertised)
 	}
 
 	if err != nil || len(spec.advertised) == 0 {
 		return etcdSpec{}, false
 	}
 
-	if listen := etcd.ListenSubnets(); len(listen) > 0 {
+	if len(listen) > 0 {
 		if spec.listenPeer, err = sidenet.FilterIPs(addrs, listen); err != nil || len(spec.listenPeer) == 0 {
 			return etcdSpec{}, false
 		}

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/talchaos/talchaos/harness/chaos"
+	"github.com/talchaos/talchaos/sim/netns"
 )
 
 // injected records the fault kinds whose effect a test checked.
@@ -21,7 +22,12 @@ var injected sync.Map
 //
 // And every fault kind of the catalogue has an effect test here: when the
 // whole package runs, a kind no test injected fails the run.
-func TestMain(m *testing.M) {
+//
+// The tests run in a network namespace of their own (package netns), where
+// clusters with cluster.network take their addresses.
+func TestMain(m *testing.M) { os.Exit(netns.Main(func() int { return run(m) })) }
+
+func run(m *testing.M) int {
 	code := m.Run()
 
 	if f := flag.Lookup("test.run"); code == 0 && (f == nil || f.Value.String() == "") && !testing.Short() {
@@ -47,5 +53,5 @@ func TestMain(m *testing.M) {
 		}
 	}
 
-	os.Exit(code)
+	return code
 }

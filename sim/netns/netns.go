@@ -241,3 +241,36 @@ func RemoveUnreachable(addr netip.Addr) error {
 func netlinkNet(p netip.Prefix) *net.IPNet {
 	return &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}
 }
+
+// Main runs run (a test binary's m.Run) inside a network namespace of its
+// own, for tests whose clusters take their scenario's addresses: outside
+// one, it runs this binary again inside with the same arguments and returns
+// that exit code; inside, it brings the namespace's loopback up and runs.
+// Where no namespace can be made, it says so and runs here: such clusters
+// then refuse to start, saying why.
+func Main(run func() int) int {
+	if Inside() {
+		if err := Setup(); err != nil {
+			fmt.Fprintln(os.Stderr, "netns:", err)
+
+			return 1
+		}
+
+		return run()
+	}
+
+	code, err := Reexec(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr, nil)
+	if errors.Is(err, ErrUnavailable) {
+		fmt.Fprintf(os.Stderr, "netns: %v; running the tests outside one\n", err)
+
+		return run()
+	}
+
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "netns:", err)
+
+		return 1
+	}
+
+	return code
+}

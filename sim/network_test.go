@@ -1,0 +1,112 @@
+package sim_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/siderolabs/talos/pkg/machinery/api/machine"
+	"github.com/siderolabs/talos/pkg/machinery/client"
+
+	"github.com/talchaos/talchaos/harness/scenario"
+	"github.com/talchaos/talchaos/harness/talosclient"
+	"github.com/talchaos/talchaos/sim/simtest"
+)
+
+// fr000 is field report FR-000's cluster as its files show it: control
+// planes solcp01-03, IPv6 first and dual-stack, announced loopbacks
+// (cp3's not routed between the nodes here), etcd advertising the
+// loopback and the node subnet.
+func fr000(t *testing.T) *scenario.Scenario {
+	t.Helper()
+
+	hostname := func(n string) string {
+		return "apiVersion: v1alpha1\nkind: HostnameConfig\nauto: off\nhostname: solcp0" + n + "\n"
+	}
+
+	sc := newScenario(3)
+	sc.Cluster.Network = &scenario.Network{Addresses: []string{"fd00:101::11/64", "10.101.0.11/24"}, Endpoint: "fd00:101::10"}
+	sc.Cluster.Nodes = map[string]scenario.NodeOverride{
+		"cp1": {Addresses: []scenario.NodeAddress{{Address: "fd00:101:fe::11"}}},
+		"cp2": {Addresses: []scenario.NodeAddress{{Address: "fd00:101:fe::12"}}},
+		"cp3": {Addresses: []scenario.NodeAddress{{Address: "fd00:101:fe::13", Unrouted: true}}},
+	}
+	sc.Cluster.ConfigPatches = []scenario.ConfigPatch{
+		{Patch: "cluster:\n  etcd:\n    advertisedSubnets: [fd00:101:fe::/64, fd00:101::/64]\n"},
+		{Nodes: []string{"cp1"}, Patch: hostname("1")},
+		{Nodes: []string{"cp2"}, Patch: hostname("2")},
+		{Nodes: []string{"cp3"}, Patch: hostname("3")},
+	}
+
+	return sc
+}
+
+// FR-000's cluster forms as written: three voters named by their configs'
+// hostnames, each advertising its node address and its loopback in
+// brackets; the Talos API answers on every routed address of a node, with a
+// certificate naming them all, and routes -n by any of them; an unrouted
+// address has no route from the others.
+func TestOperatorsAddressesFormTheCluster(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	c := simtest.FromScenario(t, fr000(t), 1)
+	nodes := c.Nodes()
+
+	if nodes[0].Endpoint != "[fd00:101::11]:50000" || nodes[0].Hostname != "solcp01" || !slices.Equal(nodes[0].Addresses, []string{"10.101.0.11", "fd00:101:fe::11"}) {
+		t.Fatalf("cp1 is %+v", nodes[0])
+	}
+
+	for _, n := range nodes {
+		apply(t, ctx, n)
+	}
+
+	// cp1 through its IPv4 address: the certificate names it too.
+	cl, err := talosclient.WithConfig(ctx, c.Talosconfig(), "10.101.0.11:50000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close() //nolint:errcheck
+
+	eventually(t, 30*time.Second, func() error { return cl.Bootstrap(ctx, &machine.BootstrapRequest{}) })
+
+	want := []string{
+		"solcp01 https://[fd00:101::11]:2380,https://[fd00:101:fe::11]:2380",
+		"solcp02 https://[fd00:101::12]:2380,https://[fd00:101:fe::12]:2380",
+		"solcp03 https://[fd00:101::13]:2380,https://[fd00:101:fe::13]:2380",
+	}
+
+	eventually(t, 90*time.Second, func() error {
+		// Asked of cp2 by its loopback address.
+		resp, err := cl.EtcdMemberList(client.WithNodes(ctx, "fd00:101:fe::12"), &machine.EtcdMemberListRequest{})
+		if err != nil {
+			return err
+		}
+
+		var got []string
+
+		for _, m := range resp.GetMessages()[0].GetMembers() {
+			if m.GetIsLearner() {
+				return fmt.Errorf("%s is a learner", m.GetHostname())
+			}
+
+			got = append(got, m.GetHostname()+" "+strings.Join(m.GetPeerUrls(), ","))
+		}
+
+		slices.Sort(got)
+
+		if !slices.Equal(got, want) {
+			return fmt.Errorf("members %q, want %q", got, want)
+		}
+
+		return nil
+	})
+
+	if _, err := net.DialTimeout("tcp", "[fd00:101:fe::13]:2380", 5*time.Second); err == nil || !strings.Contains(err.Error(), "no route to host") {
+		t.Errorf("dialling cp3's unrouted loopback: %v, want no route to host", err)
+	}
+}
