@@ -9,6 +9,8 @@ import (
 	"github.com/cosi-project/runtime/pkg/safe"
 	"github.com/siderolabs/talos/pkg/machinery/api/machine"
 	"github.com/siderolabs/talos/pkg/machinery/client"
+	configres "github.com/siderolabs/talos/pkg/machinery/resources/config"
+	"github.com/siderolabs/talos/pkg/machinery/resources/network"
 	"github.com/siderolabs/talos/pkg/machinery/resources/runtime"
 	"google.golang.org/grpc"
 
@@ -209,6 +211,10 @@ func (o *Observer) pollNode(ctx context.Context, n target.Node, etcd bool) *hist
 		fillServices(no, svcs)
 		no.Stage = stage(ctx, c.secure)
 
+		if no.Etcd != nil && no.Etcd.State == "Waiting" && strings.Contains(no.Etcd.Message, etcdSpecWait) {
+			no.EtcdSpec = etcdSpecInputs(ctx, c.secure)
+		}
+
 		if etcd && n.Role == target.ControlPlane {
 			fillEtcd(ctx, no, c.secure)
 		}
@@ -257,6 +263,36 @@ func (o *Observer) pollNode(ctx context.Context, n target.Node, etcd bool) *hist
 	}
 
 	return no
+}
+
+// etcdSpecWait is in the etcd service's Waiting message while it waits for
+// its spec (services/etcd.go: the etcd spec condition).
+const etcdSpecWait = "etcd spec"
+
+// etcdSpecInputs reads what the node's etcd spec is computed from: its
+// current addresses (NodeAddress "current") and its active config's etcd
+// subnets; nil when neither answers.
+func etcdSpecInputs(ctx context.Context, c *client.Client) *history.EtcdSpecInputs {
+	in := &history.EtcdSpecInputs{}
+
+	addrs, aerr := safe.StateGetByID[*network.NodeAddress](ctx, c.COSI, network.NodeAddressCurrentID)
+	if aerr == nil {
+		for _, ip := range addrs.TypedSpec().IPs() {
+			in.Addresses = append(in.Addresses, ip.String())
+		}
+	}
+
+	mc, cerr := safe.StateGetByID[*configres.MachineConfig](ctx, c.COSI, configres.ActiveID)
+	if cerr == nil && mc.Config() != nil && mc.Config().Cluster() != nil && mc.Config().Cluster().Etcd() != nil {
+		in.AdvertisedSubnets = mc.Config().Cluster().Etcd().AdvertisedSubnets()
+		in.ListenSubnets = mc.Config().Cluster().Etcd().ListenSubnets()
+	}
+
+	if aerr != nil && cerr != nil {
+		return nil
+	}
+
+	return in
 }
 
 func stage(ctx context.Context, c *client.Client) string {

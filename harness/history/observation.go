@@ -62,6 +62,14 @@ type EtcdStatus struct {
 	AppliedIndex uint64 `json:"appliedIndex"`
 }
 
+// EtcdSpecInputs are what Talos computes a node's etcd spec from: its
+// current addresses and its config's etcd subnets.
+type EtcdSpecInputs struct {
+	Addresses         []string `json:"addresses"`
+	AdvertisedSubnets []string `json:"advertisedSubnets,omitempty"`
+	ListenSubnets     []string `json:"listenSubnets,omitempty"`
+}
+
 // NodeObservation is one node at one poll.
 type NodeObservation struct {
 	Name    string `json:"name"`
@@ -82,6 +90,10 @@ type NodeObservation struct {
 	MembersErr string      `json:"membersError,omitempty"`
 	Status     *EtcdStatus `json:"status,omitempty"`
 	StatusErr  string      `json:"statusError,omitempty"`
+	// EtcdSpec is what the node's etcd spec is computed from, read while its
+	// etcd service waits for the spec (an operator's `talosctl get
+	// addresses` and `get machineconfig`).
+	EtcdSpec *EtcdSpecInputs `json:"etcdSpec,omitempty"`
 	// APIServer is the control plane's Kubernetes API server, in a run with
 	// Kubernetes.
 	APIServer *APIServer `json:"apiServer,omitempty"`

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/talchaos/talchaos/harness/result"
@@ -45,8 +46,15 @@ func etcdSpecMissing(ev *Evidence) []result.Diagnosis {
 			continue
 		}
 
+		addrs, subnets := n.Address, "cluster.etcd.advertisedSubnets or listenSubnets"
+
+		if in := n.EtcdSpec; in != nil {
+			addrs = strings.Join(in.Addresses, ", ")
+			subnets = fmt.Sprintf("cluster.etcd.advertisedSubnets %v or listenSubnets %v", in.AdvertisedSubnets, in.ListenSubnets)
+		}
+
 		out = append(out, diag("etcd-spec-missing", node,
-			fmt.Sprintf("%s's etcd waits for its etcd spec, which Talos never writes: none of its addresses (%s) is in cluster.etcd.advertisedSubnets or listenSubnets", node, n.Address),
+			fmt.Sprintf("%s's etcd waits for its etcd spec, which Talos never writes: none of its addresses (%s) is in %s", node, addrs, subnets),
 			fmt.Sprintf("service etcd: Waiting (%q) since %s Talos into the run, with no error", n.Etcd.Message, ev.Clock.TalosString(since)), ev.Now))
 	}
 
