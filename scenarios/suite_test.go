@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
@@ -29,7 +30,12 @@ import (
 	"github.com/talchaos/talchaos/reports"
 	"github.com/talchaos/talchaos/scenarios"
 	"github.com/talchaos/talchaos/sim"
+	"github.com/talchaos/talchaos/sim/netns"
 )
+
+// The suite runs in a network namespace of its own (package netns), where
+// the built-ins with cluster.network take their addresses.
+func TestMain(m *testing.M) { os.Exit(netns.Main(m.Run)) }
 
 func TestScenarios(t *testing.T) {
 	// No run may leave a goroutine behind (etcd members, proxies, API servers, observers).

@@ -153,6 +153,18 @@ func runCertify(cmd *cobra.Command, command []string, opts certifyOptions) error
 		return &exitError{code: exitInput, err: fmt.Errorf("--out: %w", err)}
 	}
 
+	var scs []*scenario.Scenario
+	for _, p := range picked {
+		scs = append(scs, p.sc)
+	}
+
+	// The command runs in it too: its talosctl reaches the nodes there.
+	if needsNetns(tgt.Name(), scs...) {
+		if ok, err := runInNetns(cmd); ok {
+			return err
+		}
+	}
+
 	reapLeftovers(cmd.ErrOrStderr())
 
 	byName := map[string]certifyPick{}

@@ -127,6 +127,12 @@ func runHunt(cmd *cobra.Command, arg string, opts huntOptions) (*reports.Hunt, e
 		return nil, &exitError{code: exitInput, err: fmt.Errorf("--report-dir: %w", err)}
 	}
 
+	if needsNetns(tgt.Name(), sc) {
+		if ok, err := runInNetns(cmd); ok {
+			return nil, err
+		}
+	}
+
 	reapLeftovers(cmd.ErrOrStderr())
 
 	if !sh.Whole() {

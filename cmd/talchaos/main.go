@@ -22,6 +22,7 @@ import (
 	"github.com/talchaos/talchaos/harness/scratch"
 	"github.com/talchaos/talchaos/sim"
 	"github.com/talchaos/talchaos/sim/kubecp"
+	"github.com/talchaos/talchaos/sim/netns"
 )
 
 // Exit codes (DESIGN.md).
@@ -249,6 +250,14 @@ func newRoot() *cobra.Command {
 	root.PersistentPreRun = func(cmd *cobra.Command, _ []string) {
 		if !cleansUp[cmd.Name()] {
 			nothingToClean.Store(true)
+		}
+
+		// Run again in a network namespace of its own (netns.go): its
+		// loopback interface starts down.
+		if netns.Inside() {
+			if err := netns.Setup(); err != nil {
+				fmt.Fprintln(cmd.ErrOrStderr(), "talchaos:", err)
+			}
 		}
 
 		// Through the environment, so that every cluster of a hunt, and

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/talchaos/talchaos/harness/buildinfo"
+	"github.com/talchaos/talchaos/harness/scenario"
 	"github.com/talchaos/talchaos/harness/shard"
 	"github.com/talchaos/talchaos/harness/target"
 	"github.com/talchaos/talchaos/reports"
@@ -127,6 +128,20 @@ func runNightly(cmd *cobra.Command, opts nightlyOptions) error {
 	tgt, err := targetFor(opts.runOptions)
 	if err != nil {
 		return &exitError{code: exitInput, err: err}
+	}
+
+	var scs []*scenario.Scenario
+
+	for _, name := range names {
+		if sc, err := loadScenario(name); err == nil {
+			scs = append(scs, sc)
+		}
+	}
+
+	if needsNetns(tgt.Name(), scs...) {
+		if ok, err := runInNetns(cmd); ok {
+			return err
+		}
 	}
 
 	reapLeftovers(cmd.ErrOrStderr())
