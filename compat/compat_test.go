@@ -540,7 +540,12 @@ type upProcess struct {
 func startUp(t *testing.T, bin, dir, tmp string, extra ...string) *upProcess {
 	t.Helper()
 
-	args := append([]string{"up", "--dir", dir, "--time-scale", timeScale}, extra...)
+	args := []string{"up", "--dir", dir}
+	if !slices.Contains(extra, "--from") { // a scenario brings its own
+		args = append(args, "--time-scale", timeScale)
+	}
+
+	args = append(args, extra...)
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
 	// Its own process group: a Ctrl-C in the terminal running the test must not
@@ -1119,4 +1124,119 @@ func TestKubernetesAgainstUp(t *testing.T) {
 
 	// As FR-001's runbook runs it, with no node list; and the other reads.
 	readOnlyConfigured(tc, res, inv, true)
+}
+
+// FR-000's cluster as written (the built-in happy-path-ipv6: IPv6 first,
+// dual-stack, announced loopbacks, etcd's advertised subnets, hostnames
+// solcp01-03) through talchaos up, which keeps it in a network namespace of
+// its own and says how to enter it: the real talosctl, run there, lists the
+// three voters by hostname with their bracketed peer URLs, reaches a node by
+// its IPv4 address, and sees every address in the discovery members.
+func TestIPv6AgainstUp(t *testing.T) {
+	goBin := goTool(t)
+
+	compatDir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if _, err := exec.LookPath("nsenter"); err != nil {
+		t.Skip("nsenter (util-linux) is not installed: nothing enters the nodes' namespace")
+	}
+
+	talosVersion := goOut(t, goBin, compatDir, "list", "-m", "-f", "{{.Version}}", talosModule)
+	if out, err := runGo(goBin, compatDir, "mod", "download", talosModule); err != nil {
+		t.Skipf("the talos module %s@%s cannot be downloaded: %v\n%s", talosModule, talosVersion, err, out)
+	}
+
+	talchaosBin := filepath.Join(t.TempDir(), "talchaos")
+	if out, err := runGo(goBin, filepath.Dir(compatDir), "build", "-o", talchaosBin, "./cmd/talchaos"); err != nil {
+		t.Fatalf("build talchaos: %v\n%s", err, out)
+	}
+
+	talosctlBin, err := cachedTalosctl(goBin, compatDir, talosVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	dir := filepath.Join(t.TempDir(), "cluster")
+	simTmp := filepath.Join(t.TempDir(), "tmp")
+
+	if err := os.MkdirAll(simTmp, 0o700); err != nil {
+		t.Fatal(err)
+	}
+
+	up := startUp(t, talchaosBin, dir, simTmp, "--from", "happy-path-ipv6", "--bootstrap")
+
+	// "  nsenter --target PID --net -- talosctl ..." (with --user when not root)
+	var enter []string
+
+	for _, line := range strings.Split(up.out.String(), "\n") {
+		if f := strings.Fields(line); len(f) > 0 && f[0] == "nsenter" {
+			enter = f[:slices.Index(f, "--")+1]
+
+			break
+		}
+	}
+
+	if len(enter) == 0 {
+		t.Fatalf("up does not say how to enter the nodes' network namespace:\n%s", up.out.String())
+	}
+
+	talosctl := func(args ...string) (string, error) {
+		cmd := exec.Command(enter[0], append(append(enter[1:], talosctlBin, "--talosconfig", filepath.Join(dir, "talosconfig")), args...)...)
+		out, err := cmd.CombinedOutput()
+
+		return string(out), err
+	}
+
+	want := []string{
+		"solcp01 https://[fd00:101::11]:2380,https://[fd00:101:fe::11]:2380 false",
+		"solcp02 https://[fd00:101::12]:2380,https://[fd00:101:fe::12]:2380 false",
+		"solcp03 https://[fd00:101::13]:2380,https://[fd00:101:fe::13]:2380 false",
+	}
+
+	var got []string
+
+	deadline := time.Now().Add(2 * time.Minute)
+
+	for {
+		out, err := talosctl("-n", "10.101.0.12", "etcd", "members")
+
+		got = nil
+
+		// NODE ID HOSTNAME PEER-URLS CLIENT-URLS LEARNER
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n")[1:] {
+			if f := strings.Fields(line); len(f) == 6 {
+				got = append(got, f[2]+" "+f[3]+" "+f[5])
+			}
+		}
+
+		slices.Sort(got)
+
+		if err == nil && slices.Equal(got, want) {
+			t.Logf("talosctl -n 10.101.0.12 etcd members:\n%s", out)
+
+			break
+		}
+
+		if time.Now().After(deadline) {
+			t.Fatalf("talosctl etcd members: %v\n%s\nwant %q", err, out, want)
+		}
+
+		time.Sleep(time.Second)
+	}
+
+	out, err := talosctl("-n", "fd00:101::13", "get", "members")
+	if err != nil || strings.Count(out, `"fd00:101::1`) != 3 || !strings.Contains(out, `["10.101.0.11","fd00:101::11","fd00:101:fe::11"]`) {
+		t.Errorf("talosctl get members: %v\n%s", err, out)
+	}
+
+	if _, exited := up.interrupt(stopDeadline); !exited {
+		t.Fatal("talchaos up did not stop on SIGINT")
+	}
+
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("up left %s: %v", dir, err)
+	}
 }

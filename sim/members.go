@@ -18,9 +18,15 @@ import (
 // hostname (FQDN), nodename, the control plane's API server port and its
 // addresses (routed node addresses without Kubernetes ones: the node's IP).
 func (n *Node) affiliate() Affiliate {
-	a := Affiliate{Address: n.ip, Addresses: n.Addresses(), ControlPlane: n.role == target.ControlPlane}
+	a := Affiliate{Address: n.ip, ControlPlane: n.role == target.ControlPlane}
 
 	cfg := n.Config()
+
+	// Its routed addresses as NodeAddressController sorts them.
+	for _, p := range n.nodePrefixes(cfg) {
+		a.Addresses = append(a.Addresses, p.Addr().String())
+	}
+
 	if cfg == nil {
 		return a
 	}

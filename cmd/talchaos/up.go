@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,6 +30,7 @@ import (
 	"github.com/talchaos/talchaos/reports"
 	"github.com/talchaos/talchaos/sim"
 	"github.com/talchaos/talchaos/sim/container"
+	"github.com/talchaos/talchaos/sim/netns"
 )
 
 type upOptions struct {
@@ -85,7 +87,9 @@ refuses to start).`,
 	cmd.Flags().Int64Var(&opts.seed, "seed", 1, "seed for the simulated nodes' random choices")
 	cmd.Flags().StringVar(&opts.target, "target", "sim", "where the nodes run: sim (in this process), or container (one Docker container per node)")
 	cmd.Flags().BoolVar(&opts.kubernetes, "kubernetes", false, "run Kubernetes (the real control plane, a KWOK kubelet per node) and write a kubeconfig (sim target)")
-	cmd.Flags().StringVar(&opts.cidr, "cidr", "", "loopback block for the nodes, 127.0.N.0/24 (nodes from .2): the same addresses every time (default: a free block)")
+	cmd.Flags().StringVar(&opts.cidr, "cidr", "", "loopback block for the nodes, 127.0.N.0/24 (nodes from .2): the same addresses every time (default: a free block); "+
+		"or the nodes' own subnets, comma-separated (fd00:101::/64,10.101.0.0/24: nodes from host 2, the endpoint host 1; fd00:101::11/64: cp1 there), "+
+		"which they take in a network namespace of their own (the output says how to enter it)")
 
 	return cmd
 }
@@ -106,13 +110,18 @@ func upScenario(opts upOptions) (*scenario.Scenario, error) {
 		return sc, nil
 	}
 
+	cluster := map[string]any{"controlPlanes": opts.controlPlanes, "workers": opts.workers, "kubernetes": opts.kubernetes}
+	if subnets := upSubnets(opts.cidr); subnets != nil {
+		cluster["network"] = map[string]any{"addresses": subnets}
+	}
+
 	doc := map[string]any{
 		"apiVersion": scenario.APIVersion,
 		"kind":       scenario.Kind,
 		"name":       "up",
 		"talos":      opts.talos,
 		"timeScale":  opts.timeScale,
-		"cluster":    map[string]any{"controlPlanes": opts.controlPlanes, "workers": opts.workers, "kubernetes": opts.kubernetes},
+		"cluster":    cluster,
 	}
 
 	data, err := yaml.Marshal(doc)
@@ -132,6 +141,32 @@ func upScenario(opts upOptions) (*scenario.Scenario, error) {
 var upFlags = map[string]string{
 	"timeScale": "--time-scale", "talos": "--talos",
 	"cluster.controlPlanes": "--control-planes", "cluster.workers": "--workers",
+	"cluster.network": "--cidr", "cluster.network.addresses": "--cidr",
+}
+
+// upSubnets are --cidr's subnets for cluster.network.addresses (cp1's
+// address in each: host 2 of a subnet given without one), or nil for a
+// loopback block or none. Whatever does not parse goes as it is, for the
+// scenario's check to name.
+func upSubnets(cidr string) []string {
+	if cidr == "" || strings.HasPrefix(cidr, "127.") {
+		return nil
+	}
+
+	var out []string
+
+	for _, s := range strings.Split(cidr, ",") {
+		s = strings.TrimSpace(s)
+
+		if p, err := netip.ParsePrefix(s); err == nil && p.Addr() == p.Masked().Addr() {
+			first := p.Addr().Next().Next()
+			s = netip.PrefixFrom(first, p.Bits()).String()
+		}
+
+		out = append(out, s)
+	}
+
+	return out
 }
 
 // flagErrors says the problems of the scenario built from the flags in terms
@@ -160,9 +195,10 @@ func flagErrors(err error) error {
 	return errors.New(strings.Join(msgs, "\n"))
 }
 
-// loopbackBlock is the N of --cidr 127.0.N.0/24 (0 when not given).
+// loopbackBlock is the N of --cidr 127.0.N.0/24 (0 when not given, or
+// when it gives the nodes' own subnets).
 func loopbackBlock(cidr string, nodes int) (int, error) {
-	if cidr == "" {
+	if cidr == "" || upSubnets(cidr) != nil {
 		return 0, nil
 	}
 
@@ -200,6 +236,12 @@ func runUp(cmd *cobra.Command, opts upOptions) error {
 	block, err := loopbackBlock(opts.cidr, sc.Cluster.ControlPlanes+sc.Cluster.Workers)
 	if err != nil {
 		return &exitError{code: exitInput, err: err}
+	}
+
+	if needsNetns(opts.target, sc) {
+		if ok, err := runInNetns(cmd); ok {
+			return err
+		}
 	}
 
 	reapLeftovers(cmd.ErrOrStderr())
@@ -289,6 +331,10 @@ func checkUpFlags(cmd *cobra.Command, opts upOptions) error {
 		}
 	default:
 		return fmt.Errorf("unknown target %s: sim or container", quoteShort(opts.target))
+	}
+
+	if opts.from != "" && upSubnets(opts.cidr) != nil {
+		return errors.New("--cidr with the nodes' own subnets builds the cluster from the flags: --from takes the scenario's (cluster.network)")
 	}
 
 	if opts.from != "" {
@@ -476,7 +522,7 @@ func printUp(out io.Writer, dir string, cluster upCluster) {
 	for _, n := range cluster.Nodes() {
 		etcd := "-"
 		if n.Role == target.ControlPlane {
-			etcd = n.Address + ":2379"
+			etcd = net.JoinHostPort(n.Address, "2379")
 		}
 
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", n.Name, n.Role, n.Address, n.Endpoint, etcd, filepath.Join(dir, n.Name+".yaml"))
@@ -495,4 +541,19 @@ func printUp(out io.Writer, dir string, cluster upCluster) {
 		path := filepath.Join(dir, "kubeconfig")
 		fmt.Fprintf(out, "\nkubeconfig:  %s\n  kubectl --kubeconfig %s get endpoints kubernetes -n default\n", path, path)
 	}
+
+	if netns.Inside() {
+		fmt.Fprintf(out, "\nnetwork: the nodes' addresses are in a network namespace of their own (talchaos up's, pid %d); run your tools in it:\n  %s talosctl --talosconfig %s etcd members\n",
+			os.Getpid(), nsenterCommand(os.Getpid()), tc)
+	}
+}
+
+// nsenterCommand enters process pid's network namespace, as the user
+// running talchaos (with the user namespace talchaos made when not root).
+func nsenterCommand(pid int) string {
+	if !netns.UserNS() {
+		return fmt.Sprintf("nsenter --target %d --net --", pid)
+	}
+
+	return fmt.Sprintf("nsenter --target %d --user --net --preserve-credentials --", pid)
 }

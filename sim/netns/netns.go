@@ -38,12 +38,17 @@ import (
 )
 
 // EnvInside marks the re-executed process (and everything it starts) as
-// inside its own network namespace.
+// inside its own network namespace: "net", or "user" when it is in a user
+// namespace too.
 const EnvInside = "TALCHAOS_NETNS"
 
 // Inside reports whether this process runs in the network namespace a
 // talchaos process above it made.
-func Inside() bool { return os.Getenv(EnvInside) == "1" }
+func Inside() bool { return os.Getenv(EnvInside) != "" }
+
+// UserNS reports whether that namespace came with a user namespace (talchaos
+// was not run as root): entering it takes entering both.
+func UserNS() bool { return os.Getenv(EnvInside) == "user" }
 
 // ErrUnavailable wraps why a namespace could not be made.
 var ErrUnavailable = errors.New("a private network namespace is not available")
@@ -62,8 +67,14 @@ func Reexec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 
 	cmd := exec.Command(exe, args...) //nolint:gosec // ourselves, with our own arguments
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
-	cmd.Env = append(os.Environ(), EnvInside+"=1")
 	cmd.SysProcAttr = Attr()
+
+	mark := "net"
+	if cmd.SysProcAttr.Cloneflags&syscall.CLONE_NEWUSER != 0 {
+		mark = "user"
+	}
+
+	cmd.Env = append(os.Environ(), EnvInside+"="+mark)
 
 	start, waited := make(chan error, 1), make(chan error, 1)
 
