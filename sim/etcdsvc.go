@@ -317,7 +317,7 @@ func (n *Node) addMember(ctx context.Context) (*clientv3.MemberListResponse, uin
 			// v1.14+: an unnamed learner with our peer URL is our own earlier add
 			// whose reply was lost (talos 416d5fe4b): adopt it.
 			for _, m := range list.Members {
-				if slices.Equal(m.PeerURLs, addrs) && m.IsLearner && m.Name == "" {
+				if slices.Equal(slices.Sorted(slices.Values(m.PeerURLs)), slices.Sorted(slices.Values(addrs))) && m.IsLearner && m.Name == "" {
 					return list, m.ID, nil
 				}
 			}
