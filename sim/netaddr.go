@@ -82,7 +82,7 @@ func (c *Cluster) setUpNetwork(ctx context.Context) error {
 	if !netns.Inside() {
 		return errors.New("cluster.network: the nodes take the scenario's addresses in a network namespace of the run's own, " +
 			"which the talchaos command makes (run, hunt, nightly, certify, replay, up); in Go, call the sim from a process " +
-			"started with sim/netns (a test's TestMain: simtest.MainInNetns)")
+			"started with sim/netns (a test binary: TestMain calling sim/netns.Main)")
 	}
 
 	c.netAddrs = c.sc.Cluster.NodeAddresses()
