@@ -54,6 +54,14 @@ func ClockFloorsAt(scale float64) []target.ClockFloor {
 // ClockFloors implements target.ClockFloorer.
 func (Target) ClockFloors(sc *scenario.Scenario) []target.ClockFloor {
 	out := ClockFloorsAt(Scale(sc))
+
+	// A shared IP is served with the operator's addresses (vip.go).
+	if sc.Cluster.Network != nil {
+		if f, ok := clock.New(Scale(sc)).Floored("shared IP election session TTL", vipSessionTTL, vipTTLFloor); ok {
+			out = append(out, target.ClockFloor{What: f.What, Talos: f.Talos, Modelled: f.Modelled})
+		}
+	}
+
 	if sc.Cluster.Kubernetes {
 		out = append(out, KubernetesClockFloors(Scale(sc))...)
 	}

@@ -79,6 +79,8 @@ type Cluster struct {
 	// netRelease gives them back to the process's other clusters.
 	netAddrs   map[string][]scenario.Address
 	netRelease func()
+	// vip is the shared IP the control planes' configs give (vip.go).
+	vip sharedIP
 
 	// kube are the Kubernetes binaries when the scenario runs Kubernetes
 	// (kube.go); kubeLB balances the control-plane endpoint.
@@ -612,6 +614,10 @@ func (c *Cluster) Close() error {
 		for _, n := range c.nodes {
 			n.shutdown()
 		}
+
+		c.vip.mu.Lock()
+		c.dropVIPLocked()
+		c.vip.mu.Unlock()
 
 		for _, n := range c.nodes {
 			for _, p := range n.relays {

@@ -26,9 +26,13 @@ func (n *Node) nodePrefixes(cfg config.Provider) []netip.Prefix {
 		algorithm = cfg.Machine().Features().NodeAddressSortAlgorithm()
 	}
 
-	out := make([]netip.Prefix, 0, len(n.addrs))
+	out := make([]netip.Prefix, 0, len(n.addrs)+1)
 	for _, a := range n.addrs {
 		out = append(out, a.Prefix())
+	}
+
+	if ip, held := n.vipHeld(); held {
+		out = append(out, netip.PrefixFrom(ip, ip.BitLen()))
 	}
 
 	compare := comparePrefixesLegacy
@@ -94,8 +98,8 @@ func comparePrefixNew(a, b netip.Prefix) int {
 // subnets when those are set) pick the addresses etcd listens on, none set
 // meaning everywhere. ok is false when nothing is advertised or nothing
 // listened on: then the controller writes no spec and logs nothing, and
-// the etcd service waits for it forever. (The controller also excludes the
-// config's virtual IPs, which the sim does not model yet.)
+// the etcd service waits for it forever. The config's shared IP is never
+// advertised.
 type etcdSpec struct {
 	advertised []netip.Addr
 	// listenPeer is nil for "everywhere" (0.0.0.0).
@@ -122,13 +126,19 @@ func (n *Node) etcdSpec() (etcdSpec, bool) {
 		advertised, listen = cfg.Cluster().Etcd().AdvertisedSubnets(), cfg.Cluster().Etcd().ListenSubnets()
 	}
 
+	// The config's shared IP is never advertised (AdvertiseExcludeSubnets).
+	var exclude []string
+	if ip, _, ok := vipOf(cfg); ok {
+		exclude = []string{"!" + ip.String()}
+	}
+
 	if len(advertised) == 0 {
-		spec.advertised, err = sidenet.FilterIPs(addrs, []string{"0.0.0.0/0", "::/0"})
+		spec.advertised, err = sidenet.FilterIPs(addrs, append([]string{"0.0.0.0/0", "::/0"}, exclude...))
 		if len(spec.advertised) > 0 {
 			spec.advertised = spec.advertised[:1]
 		}
 	} else {
-		spec.advertised, err = sidenet.FilterIPs(addrs, advertised)
+		spec.advertised, err = sidenet.FilterIPs(addrs, append(slices.Clone(advertised), exclude...))
 	}
 
 	if err != nil || len(spec.advertised) == 0 {

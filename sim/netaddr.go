@@ -87,7 +87,7 @@ func (c *Cluster) setUpNetwork(ctx context.Context) error {
 
 	c.netAddrs = c.sc.Cluster.NodeAddresses()
 
-	var all []netip.Addr
+	all := []netip.Addr{c.sc.Cluster.Network.EndpointAddr()}
 
 	for _, name := range c.sc.Cluster.NodeNames() {
 		for _, a := range c.netAddrs[name] {
@@ -103,6 +103,12 @@ func (c *Cluster) setUpNetwork(ctx context.Context) error {
 	c.netRelease = release
 
 	if err := netns.Setup(); err != nil {
+		return err
+	}
+
+	// The endpoint (a shared IP, a load balancer's) answers only while a
+	// node holds it (vip.go): until then no host answers for it.
+	if err := netns.AddUnreachable(c.sc.Cluster.Network.EndpointAddr()); err != nil {
 		return err
 	}
 
@@ -138,6 +144,13 @@ func (c *Cluster) tearDownNetwork() {
 		}
 	}
 
+	for _, ip := range []netip.Addr{c.sc.Cluster.Network.EndpointAddr(), c.vip.addr} {
+		if ip.IsValid() {
+			netns.RemoveAddress(ip)     //nolint:errcheck
+			netns.RemoveUnreachable(ip) //nolint:errcheck
+		}
+	}
+
 	c.netRelease()
 	c.netRelease = nil
 }
@@ -166,7 +179,26 @@ func (n *Node) Addresses() []string {
 		out = append(out, a.String())
 	}
 
+	// NodeAddress "accumulative": a shared IP held in this boot stays.
+	n.mu.Lock()
+	defer n.mu.Unlock()
+
+	for _, a := range n.accumulated {
+		out = append(out, a.String())
+	}
+
 	return out
+}
+
+// accumulate adds an address the node came to have in this boot (a shared
+// IP it took) to its accumulated ones.
+func (n *Node) accumulate(ip netip.Addr) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+
+	if !slices.Contains(n.accumulated, ip) && !slices.ContainsFunc(n.addrs, func(a scenario.Address) bool { return a.Addr == ip }) {
+		n.accumulated = append(n.accumulated, ip)
+	}
 }
 
 // addrList is every address of the node, its main one first: what Talos

@@ -9,11 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cosi-project/runtime/pkg/safe"
 	"github.com/siderolabs/talos/pkg/machinery/api/machine"
 	"github.com/siderolabs/talos/pkg/machinery/client"
+	"github.com/siderolabs/talos/pkg/machinery/resources/network"
 
 	"github.com/talchaos/talchaos/harness/scenario"
 	"github.com/talchaos/talchaos/harness/talosclient"
+	"github.com/talchaos/talchaos/harness/target"
 	"github.com/talchaos/talchaos/sim/simtest"
 )
 
@@ -109,4 +112,122 @@ func TestOperatorsAddressesFormTheCluster(t *testing.T) {
 	if _, err := net.DialTimeout("tcp", "[fd00:101:fe::13]:2380", 5*time.Second); err == nil || !strings.Contains(err.Error(), "no route to host") {
 		t.Errorf("dialling cp3's unrouted loopback: %v, want no route to host", err)
 	}
+}
+
+// A shared IP (Layer2VIPConfig on every control plane, at the endpoint
+// address) follows etcd: nobody holds it before the bootstrap ("no route
+// to host"), one healthy control plane takes it once etcd runs, its Talos
+// API answering there and its addresses listing it, and when that holder
+// reboots another takes it.
+func TestSharedIPFollowsEtcd(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	sc := fr000(t)
+	sc.Cluster.ConfigPatches = append(sc.Cluster.ConfigPatches,
+		scenario.ConfigPatch{Patch: "apiVersion: v1alpha1\nkind: Layer2VIPConfig\nname: fd00:101::10\nlink: eth0\n"})
+
+	c := simtest.FromScenario(t, sc, 1)
+	nodes := c.Nodes()
+
+	if _, err := net.DialTimeout("tcp", "[fd00:101::10]:50000", 5*time.Second); err == nil || !strings.Contains(err.Error(), "no route to host") {
+		t.Fatalf("the shared IP before any node holds it: %v, want no route to host", err)
+	}
+
+	for _, n := range nodes {
+		apply(t, ctx, n)
+	}
+
+	cl, err := talosclient.WithConfig(ctx, c.Talosconfig(), nodes[0].Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close() //nolint:errcheck
+
+	eventually(t, 30*time.Second, func() error { return cl.Bootstrap(ctx, &machine.BootstrapRequest{}) })
+	eventually(t, 90*time.Second, func() error { return allVoters(ctx, cl, nodes) })
+
+	// Who answers on the shared IP, by the hostname its Talos API reports.
+	holder := func() (string, error) {
+		vc, err := talosclient.WithConfig(ctx, c.Talosconfig(), "[fd00:101::10]:50000")
+		if err != nil {
+			return "", err
+		}
+		defer vc.Close() //nolint:errcheck
+
+		h, err := safe.StateGetByID[*network.HostnameStatus](ctx, vc.COSI, network.HostnameID)
+		if err != nil {
+			return "", err
+		}
+
+		return h.TypedSpec().Hostname, nil
+	}
+
+	var first string
+
+	eventually(t, 90*time.Second, func() error {
+		first, err = holder()
+
+		return err
+	})
+
+	// The holder lists the shared IP among its addresses.
+	node := nodes[slices.IndexFunc(nodes, func(n target.Node) bool { return n.Hostname == first })]
+
+	eventually(t, 30*time.Second, func() error {
+		a, err := safe.StateGetByID[*network.AddressStatus](client.WithNode(ctx, node.Address), cl.COSI, "eth0/fd00:101::10/128")
+		if err != nil {
+			return err
+		}
+
+		if a.TypedSpec().Address.String() != "fd00:101::10/128" {
+			return fmt.Errorf("address %s", a.TypedSpec().Address)
+		}
+
+		return nil
+	})
+
+	if err := cl.Reboot(client.WithNode(ctx, node.Address)); err != nil {
+		t.Fatal(err)
+	}
+
+	eventually(t, 90*time.Second, func() error {
+		now, err := holder()
+		if err != nil {
+			return err
+		}
+
+		if now == first {
+			return fmt.Errorf("%s still holds it", now)
+		}
+
+		return nil
+	})
+}
+
+// allVoters checks the member list holds the nodes, none a learner, and
+// every node's etcd is healthy (so each campaigns for a shared IP).
+func allVoters(ctx context.Context, cl *client.Client, nodes []target.Node) error {
+	resp, err := cl.EtcdMemberList(ctx, &machine.EtcdMemberListRequest{})
+	if err != nil {
+		return err
+	}
+
+	members := resp.GetMessages()[0].GetMembers()
+	if len(members) != len(nodes) || slices.ContainsFunc(members, func(m *machine.EtcdMember) bool { return m.GetIsLearner() }) {
+		return fmt.Errorf("members %v", members)
+	}
+
+	for _, n := range nodes {
+		svcs, err := cl.ServiceInfo(client.WithNode(ctx, n.Address), "etcd")
+		if err != nil {
+			return err
+		}
+
+		if len(svcs) == 0 || !svcs[0].Service.GetHealth().GetHealthy() {
+			return fmt.Errorf("%s: etcd not healthy yet", n.Name)
+		}
+	}
+
+	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"math/rand/v2"
 	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -69,13 +70,17 @@ type Node struct {
 	index int
 	// addrs are the node's addresses, ip's first (netaddr.go); relays serve
 	// the further routed ones.
-	addrs     []scenario.Address
-	relays    []*toxiproxy.Proxy
-	proxies   map[target.Port]*toxiproxy.Proxy
-	machined  *talosapi.LogBuffer
-	etcdLog   *talosapi.LogBuffer
-	resources state.State
-	seed      uint64
+	addrs  []scenario.Address
+	relays []*toxiproxy.Proxy
+	// accumulated are addresses the node took in this boot (a shared IP),
+	// under mu; stopVIP ends its campaign for one (vip.go).
+	accumulated []netip.Addr
+	stopVIP     func()
+	proxies     map[target.Port]*toxiproxy.Proxy
+	machined    *talosapi.LogBuffer
+	etcdLog     *talosapi.LogBuffer
+	resources   state.State
+	seed        uint64
 
 	apiFaults apifault.Set
 
@@ -622,6 +627,7 @@ func (n *Node) boot() error {
 	ctx, cancel := context.WithCancel(n.c.ctx)
 
 	n.mu.Lock()
+	n.accumulated = nil
 	n.bootCtx, n.bootCancel = ctx, cancel
 	n.booted = true
 	n.ready = false
@@ -671,6 +677,19 @@ func (n *Node) shutdown() {
 	}
 
 	n.api.Stop()
+
+	// A clean shutdown gives the shared IP up while etcd still runs (the
+	// VIP operator's finalizer on the kubelet lifecycle); a power cut
+	// leaves its lease to expire.
+	n.mu.Lock()
+	stopVIP := n.stopVIP
+	n.stopVIP = nil
+	n.mu.Unlock()
+
+	if stopVIP != nil && !n.powerCut.Load() {
+		stopVIP()
+	}
+
 	cancel()
 	n.bootWG.Wait()
 
@@ -705,6 +724,7 @@ func (n *Node) startServices() {
 
 	if n.role == target.ControlPlane {
 		n.startEtcdService(false)
+		n.startVIP(ctx)
 	}
 
 	n.goBoot(func() { n.watchBoot(ctx) })

@@ -158,6 +158,11 @@ func (n *Node) syncNetwork(ctx context.Context, cfg config.Provider) error {
 		nic++
 	}
 
+	// The shared IP on the first NIC while the node holds it (VIP.AddressSpecs).
+	if ip, held := n.vipHeld(); held {
+		addrs = append(addrs, addressStatus("eth0", 2, netip.PrefixFrom(ip, ip.BitLen()), nethelpers.ScopeGlobal))
+	}
+
 	algorithm := nethelpers.AddressSortAlgorithmV1
 	if cfg != nil && cfg.Machine() != nil {
 		algorithm = cfg.Machine().Features().NodeAddressSortAlgorithm()

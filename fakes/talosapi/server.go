@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -265,17 +266,9 @@ func (s *Server) configuredTLS(cfg config.Provider) (*tls.Config, error) {
 		return nil, fmt.Errorf("OS CA: %w", err)
 	}
 
-	kp, err := x509.NewKeyPair(ca,
-		x509.IPAddresses(ipList(s.opts.Backend.Addresses())),
-		x509.DNSNames([]string{s.opts.Backend.Hostname()}),
-		x509.CommonName(s.opts.Backend.Hostname()),
-		// apid forwards requests to other nodes with this certificate, impersonating the caller.
-		x509.Organization(string(role.Impersonator)),
-		x509.NotAfter(time.Now().Add(24*time.Hour)),
-		x509.ExtKeyUsage([]stdx509.ExtKeyUsage{stdx509.ExtKeyUsageServerAuth, stdx509.ExtKeyUsageClientAuth}),
-	)
-	if err != nil {
-		return nil, fmt.Errorf("api certificate: %w", err)
+	cert := &apiCert{backend: s.opts.Backend, ca: ca}
+	if _, err := cert.current(); err != nil {
+		return nil, err
 	}
 
 	pool := stdx509.NewCertPool()
@@ -288,12 +281,55 @@ func (s *Server) configuredTLS(cfg config.Provider) (*tls.Config, error) {
 	}
 
 	return &tls.Config{
-		Certificates: []tls.Certificate{*kp.Certificate},
-		ClientCAs:    pool,
-		RootCAs:      pool,
-		ClientAuth:   tls.RequireAndVerifyClientCert,
-		MinVersion:   tls.VersionTLS12,
+		GetCertificate:       func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return cert.current() },
+		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return cert.current() },
+		ClientCAs:            pool,
+		RootCAs:              pool,
+		ClientAuth:           tls.RequireAndVerifyClientCert,
+		MinVersion:           tls.VersionTLS12,
 	}, nil
+}
+
+// apiCert is the node's API certificate, issued again when its addresses
+// change, as Talos's APICertSANsController and API certificate controller
+// do: the SANs are the node's accumulated addresses (a shared IP it has
+// held among them) and its hostname.
+type apiCert struct {
+	backend Backend
+	ca      *x509.CertificateAuthority
+
+	mu   sync.Mutex
+	sans string
+	cert *tls.Certificate
+}
+
+func (c *apiCert) current() (*tls.Certificate, error) {
+	addrs, hostname := c.backend.Addresses(), c.backend.Hostname()
+	sans := strings.Join(addrs, ",") + "/" + hostname
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+
+	if c.cert != nil && c.sans == sans {
+		return c.cert, nil
+	}
+
+	kp, err := x509.NewKeyPair(c.ca,
+		x509.IPAddresses(ipList(addrs)),
+		x509.DNSNames([]string{hostname}),
+		x509.CommonName(hostname),
+		// apid forwards requests to other nodes with this certificate, impersonating the caller.
+		x509.Organization(string(role.Impersonator)),
+		x509.NotAfter(time.Now().Add(24*time.Hour)),
+		x509.ExtKeyUsage([]stdx509.ExtKeyUsage{stdx509.ExtKeyUsageServerAuth, stdx509.ExtKeyUsageClientAuth}),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("api certificate: %w", err)
+	}
+
+	c.sans, c.cert = sans, kp.Certificate
+
+	return c.cert, nil
 }
 
 // ClientTLS is the credential apid uses towards other nodes: the same certificate
@@ -307,9 +343,9 @@ func (s *Server) ClientTLS() *tls.Config {
 	}
 
 	return &tls.Config{
-		Certificates: s.tlsConf.Certificates,
-		RootCAs:      s.tlsConf.RootCAs,
-		MinVersion:   tls.VersionTLS12,
+		GetClientCertificate: s.tlsConf.GetClientCertificate,
+		RootCAs:              s.tlsConf.RootCAs,
+		MinVersion:           tls.VersionTLS12,
 	}
 }
 
