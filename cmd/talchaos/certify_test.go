@@ -33,11 +33,11 @@ import (
 //
 // With TALCHAOS_TEST_CLI set it is talchaos itself (main), for the tests
 // that run the workflow's scripts, which call bin/talchaos.
+//
+// The tests themselves run with TALCHAOS_TEST_CLI set: a command that runs
+// itself again in a network namespace (netns.go) starts this binary, which
+// then is talchaos.
 func TestMain(m *testing.M) {
-	if os.Getenv("TALCHAOS_TEST_CLI") != "" {
-		main()
-	}
-
 	if os.Getenv("TALCHAOS_TEST_TALOSCTL") != "" {
 		if err := miniTalosctl(os.Args[1:]); err != nil {
 			fmt.Fprintln(os.Stderr, "error:", err)
@@ -46,6 +46,12 @@ func TestMain(m *testing.M) {
 
 		os.Exit(0)
 	}
+
+	if os.Getenv("TALCHAOS_TEST_CLI") != "" {
+		main()
+	}
+
+	os.Setenv("TALCHAOS_TEST_CLI", "1") //nolint:errcheck,gosec // a valid name
 
 	os.Exit(m.Run())
 }

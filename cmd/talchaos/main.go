@@ -204,7 +204,7 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 
-	cliArgs = args
+	ctx = withArgs(ctx, args)
 
 	root := newRoot()
 	root.SetArgs(args)

@@ -14,9 +14,13 @@ import (
 	"github.com/talchaos/talchaos/sim/netns"
 )
 
-// cliArgs are the arguments execute runs the CLI with: a command that needs
-// its own network namespace runs them again inside one.
-var cliArgs []string
+// argsKey holds the arguments execute runs the CLI with in its context: a
+// command that needs its own network namespace runs them again inside one.
+type argsKey struct{}
+
+func withArgs(ctx context.Context, args []string) context.Context {
+	return context.WithValue(ctx, argsKey{}, args)
+}
 
 // needsNetns reports whether a sim run of any of the scenarios has to be
 // in a network namespace of its own (package netns): one with
@@ -40,7 +44,9 @@ func needsNetns(targetName string, scs ...*scenario.Scenario) bool {
 // the command goes on here: the sim then refuses the scenario, saying why
 // (a run's report has it).
 func runInNetns(cmd *cobra.Command) (ok bool, err error) {
-	code, rerr := netns.Reexec(cmd.Context(), cliArgs, cmd.InOrStdin(), fileOf(cmd.OutOrStdout()), fileOf(cmd.ErrOrStderr()), signalOf)
+	args, _ := cmd.Context().Value(argsKey{}).([]string) //nolint:errcheck // set by execute
+
+	code, rerr := netns.Reexec(cmd.Context(), args, cmd.InOrStdin(), fileOf(cmd.OutOrStdout()), fileOf(cmd.ErrOrStderr()), signalOf)
 	if errors.Is(rerr, netns.ErrUnavailable) {
 		fmt.Fprintln(cmd.ErrOrStderr(), "talchaos:", rerr)
 

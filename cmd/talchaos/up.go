@@ -141,7 +141,7 @@ func upScenario(opts upOptions) (*scenario.Scenario, error) {
 var upFlags = map[string]string{
 	"timeScale": "--time-scale", "talos": "--talos",
 	"cluster.controlPlanes": "--control-planes", "cluster.workers": "--workers",
-	"cluster.network": "--cidr", "cluster.network.addresses": "--cidr",
+	"cluster.network": "--cidr",
 }
 
 // upSubnets are --cidr's subnets for cluster.network.addresses (cp1's
@@ -185,8 +185,13 @@ func flagErrors(err error) error {
 	msgs := make([]string, 0, len(es))
 	for _, e := range es {
 		field := e.Field
-		if f, ok := upFlags[field]; ok {
-			field = f
+
+		for k, f := range upFlags {
+			if field == k || strings.HasPrefix(field, k+"[") || strings.HasPrefix(field, k+".") {
+				field = f
+
+				break
+			}
 		}
 
 		msgs = append(msgs, field+": "+e.Msg)

@@ -154,7 +154,7 @@ func startUpCmd(t *testing.T, args ...string) (string, func()) {
 // survive a restart; a block in use or a value that is no loopback /24 is
 // refused.
 func TestUpTakesAStableBlock(t *testing.T) {
-	for _, bad := range []string{"10.0.0.0/24", "127.0.5.0/16", "127.0.5.7/24", "127.0.0.0/24", "127.0.255.0/24", "nonsense"} {
+	for _, bad := range []string{"10.0.0.0/33", "127.0.5.0/16", "127.0.5.7/24", "127.0.0.0/24", "127.0.255.0/24", "nonsense"} {
 		if code, out := run(t, "up", "--cidr", bad); code != exitInput || !strings.Contains(out, "--cidr") {
 			t.Errorf("--cidr %s: exit %d, want 2 naming the flag:\n%s", bad, code, out)
 		}
