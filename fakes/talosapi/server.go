@@ -95,6 +95,15 @@ func New(opts Options) (*Server, error) {
 	return &Server{opts: opts, maintCert: *kp.Certificate, peers: peers{wall: opts.Wall}}, nil
 }
 
+// wall is how long a Talos-time span of the API's own timers lasts.
+func (s *Server) wall(talos time.Duration) time.Duration {
+	if s.opts.Wall == nil {
+		return talos
+	}
+
+	return s.opts.Wall(talos)
+}
+
 // SetHook installs (or with nil removes) the fault hook.
 func (s *Server) SetHook(h Hook) {
 	if h == nil {
