@@ -403,7 +403,7 @@ func (c *Cluster) newNode(ip, name string) (*Node, error) {
 
 	var err error
 
-	if n.pki, err = writeEtcdPKI(filepath.Join(n.dir, "pki"), c.bundle.Certs.Etcd, name, n.ip); err != nil {
+	if n.pki, err = writeEtcdPKI(filepath.Join(n.dir, "pki"), c.bundle.Certs.Etcd, name, n.ip, time.Now()); err != nil {
 		return nil, err
 	}
 

@@ -99,6 +99,10 @@ func (n *Node) etcdMain(ctx context.Context, run *etcdRun) error {
 
 	svc.update(statePreparing, "Running pre state")
 
+	if err := n.issueEtcdCerts(); err != nil {
+		return fmt.Errorf("failed to run pre stage: %w", err)
+	}
+
 	// PreFunc: pull the image, then decide how etcd starts. A stop cancels
 	// PreFunc's context: the service fails with what PreFunc returned
 	// (service_runner.go Run), it does not finish.

@@ -351,11 +351,14 @@ func (n *Node) clusterClient(ctx context.Context) (*clientv3.Client, error) {
 
 // newEtcdClient is Talos's etcd.NewClient: admin certificate, 5 s dial timeout.
 func (n *Node) newEtcdClient(ctx context.Context, endpoints []string) (*clientv3.Client, error) {
+	tlsConf := n.tlsConf.Clone()
+	tlsConf.Time = n.Now // members' certificates judged by the node's clock
+
 	c, err := clientv3.New(clientv3.Config{
 		Endpoints:   endpoints,
 		DialTimeout: n.c.timeout(n.c.profile.EtcdDialTimeout),
 		Context:     ctx,
-		TLS:         n.tlsConf.Clone(),
+		TLS:         tlsConf,
 		Logger:      zap.NewNop(),
 		DialOptions: []grpc.DialOption{
 			grpc.WithContextDialer(n.dial),

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -52,6 +53,8 @@ type nodeClock struct {
 	// due, or a time server answering again).
 	wakeAt time.Time
 	timer  *time.Timer
+	// pkiOffset is the offset the node's etcd certificates were issued at.
+	pkiOffset time.Duration
 }
 
 // Now implements talosapi.Backend: the node's clock.
@@ -235,7 +238,32 @@ func (c *Cluster) HoldTimeUnsynced(_ context.Context, node string) (target.Heal,
 	}, nil
 }
 
-// OffsetClock implements target.Clocks.
+// issueEtcdCerts issues the node's etcd certificates again, from its clock,
+// when the clock moved since they were issued: Talos's EtcdController writes
+// them from the node's time once it is in sync, before etcd can start
+// (controllers/secrets/etcd.go, internal/pkg/etcd/certs.go).
+func (n *Node) issueEtcdCerts() error {
+	n.clk.mu.Lock()
+	offset, issued := n.clk.offset, n.clk.pkiOffset
+	n.clk.mu.Unlock()
+
+	if offset == issued {
+		return nil
+	}
+
+	if _, err := writeEtcdPKI(filepath.Dir(n.pki.CACert), n.c.bundle.Certs.Etcd, n.name, n.ip, time.Now().Add(offset)); err != nil {
+		return fmt.Errorf("error generating etcd certs: %w", err)
+	}
+
+	n.clk.mu.Lock()
+	n.clk.pkiOffset = offset
+	n.clk.mu.Unlock()
+
+	return nil
+}
+
+// OffsetClock implements target.Clocks: the node's clock is off by offset
+// until healed; its TLS reads it (Now).
 func (c *Cluster) OffsetClock(_ context.Context, node string, offset time.Duration) (target.Heal, error) {
 	n := c.Node(node)
 	if n == nil {

@@ -2,8 +2,10 @@ package sim_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/talchaos/talchaos/harness/chaos"
+	"github.com/talchaos/talchaos/harness/history"
 	"github.com/talchaos/talchaos/harness/scenario"
 	"github.com/talchaos/talchaos/sim/simtest"
 )
@@ -161,4 +164,84 @@ func serviceMessage(ctx context.Context, cl *client.Client, id, state, msg strin
 	}
 
 	return fmt.Errorf("no service %s", id)
+}
+
+// A node whose clock is off (clock-offset) issues its certificates from its
+// clock and judges its clients' and peers' by it, so TLS to and from it
+// fails with Go's own texts: a client's check of the node's API certificate
+// ("x509: certificate has expired or is not yet valid: current time … is
+// before …"), the node's check of the client's ("remote error: tls: expired
+// certificate", crypto/tls's alert for x509.Expired), and a member's etcd
+// rejecting the certificate the node joins with.
+func TestClockOffset(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		offset chaos.ClockOffset
+		// want is what the talosconfig client gets from the node.
+		want *regexp.Regexp
+		// peers: the first node's etcd refuses the node's certificates.
+		peers bool
+	}{
+		{
+			name:   "a year ahead: its certificates are not valid yet",
+			offset: chaos.ClockOffset{Node: "cp2", Ahead: scenario.Duration{Duration: 8760 * time.Hour}},
+			want: regexp.MustCompile(`^rpc error: code = Unavailable desc = connection error: desc = "transport: authentication handshake failed: ` +
+				`tls: failed to verify certificate: x509: certificate has expired or is not yet valid: current time \S+ is before \S+"$`),
+			peers: true,
+		},
+		{
+			name:   "an hour behind: the client's certificate is not valid yet by its clock",
+			offset: chaos.ClockOffset{Node: "cp2", Behind: scenario.Duration{Duration: time.Hour}},
+			want:   regexp.MustCompile(`remote error: tls: expired certificate`),
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+
+			c := simtest.FromScenario(t, newScenario(2), 1)
+			nodes := c.Nodes()
+			inject(t, ctx, c, tc.offset)
+
+			for _, n := range nodes {
+				apply(t, ctx, n)
+			}
+
+			cl1 := secure(t, ctx, c, nodes[0])
+			eventually(t, 30*time.Second, func() error { return cl1.Bootstrap(ctx, &machine.BootstrapRequest{}) })
+
+			cl2 := secure(t, ctx, c, nodes[1])
+			eventually(t, 30*time.Second, func() error {
+				_, err := cl2.ServiceList(ctx)
+				if err == nil || !tc.want.MatchString(err.Error()) {
+					return fmt.Errorf("cp2: %v, want %s", err, tc.want)
+				}
+
+				return nil
+			})
+
+			if _, err := cl2.ServiceList(ctx); tc.offset.Ahead.Duration > 0 {
+				now, bound, before, ok := history.CertificateTime(err.Error())
+				if ahead := bound.Sub(now); !ok || !before || ahead < 8759*time.Hour || ahead > 8760*time.Hour {
+					t.Errorf("cp2's certificate valid from %s, %s after the client's time (%v): want a year less the seconds since it was issued", bound, ahead, err)
+				}
+			}
+
+			if !tc.peers {
+				return
+			}
+
+			// cp2 joins with an etcd certificate valid from its clock: cp1's
+			// etcd refuses it, by Go's check in etcd's own TLS.
+			eventually(t, 30*time.Second, func() error {
+				for _, l := range c.Node("cp1").Log("etcd").Lines() {
+					if strings.Contains(l, "rejected connection") && strings.Contains(l, "x509: certificate has expired or is not yet valid: current time ") {
+						return nil
+					}
+				}
+
+				return errors.New("cp1's etcd log has no rejected connection for an expired or not yet valid certificate")
+			})
+		})
+	}
 }

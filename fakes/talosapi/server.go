@@ -274,13 +274,19 @@ func (s *Server) configuredTLS(cfg config.Provider) (*tls.Config, error) {
 		return nil, fmt.Errorf("OS CA: %w", err)
 	}
 
+	// Valid from the node's clock for a day (controllers/secrets/api.go
+	// generateControlPlane: NotAfter now + DefaultCertificateValidityDuration,
+	// NotBefore now by default).
+	now := s.opts.Backend.Now()
+
 	kp, err := x509.NewKeyPair(ca,
 		x509.IPAddresses([]net.IP{net.ParseIP(s.opts.Backend.Address())}),
 		x509.DNSNames([]string{s.opts.Backend.Hostname()}),
 		x509.CommonName(s.opts.Backend.Hostname()),
 		// apid forwards requests to other nodes with this certificate, impersonating the caller.
 		x509.Organization(string(role.Impersonator)),
-		x509.NotAfter(time.Now().Add(24*time.Hour)),
+		x509.NotBefore(now),
+		x509.NotAfter(now.Add(x509.DefaultCertificateValidityDuration)),
 		x509.ExtKeyUsage([]stdx509.ExtKeyUsage{stdx509.ExtKeyUsageServerAuth, stdx509.ExtKeyUsageClientAuth}),
 	)
 	if err != nil {
@@ -296,12 +302,14 @@ func (s *Server) configuredTLS(cfg config.Provider) (*tls.Config, error) {
 		pool.AppendCertsFromPEM(accepted.Crt)
 	}
 
+	// Clients' certificates are judged by the node's clock.
 	return &tls.Config{
 		Certificates: []tls.Certificate{*kp.Certificate},
 		ClientCAs:    pool,
 		RootCAs:      pool,
 		ClientAuth:   tls.RequireAndVerifyClientCert,
 		MinVersion:   tls.VersionTLS12,
+		Time:         s.opts.Backend.Now,
 	}, nil
 }
 
@@ -319,6 +327,7 @@ func (s *Server) ClientTLS() *tls.Config {
 		Certificates: s.tlsConf.Certificates,
 		RootCAs:      s.tlsConf.RootCAs,
 		MinVersion:   tls.VersionTLS12,
+		Time:         s.opts.Backend.Now,
 	}
 }
 

@@ -17,6 +17,10 @@ const (
 	ModeMaintenance = "maintenance" // the insecure client works
 	ModeConfigured  = "configured"  // the talosconfig client works
 	ModePKIMismatch = "pki-mismatch"
+	// ModeCertificateTime: configured (the insecure client is refused), but
+	// the talosconfig client and the node do not take each other's
+	// certificate as valid now: one side's clock is off.
+	ModeCertificateTime = "certificate-time"
 )
 
 // Service is a Talos service as ServiceList shows it.
