@@ -3,6 +3,7 @@ package history
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -90,6 +91,15 @@ type NodeObservation struct {
 // Talos writes none when no address of the node's is in
 // cluster.etcd.advertisedSubnets (controllers/etcd/spec.go).
 const WaitingForEtcdSpec = "Waiting for etcd spec"
+
+// WaitsForTimeSync reports whether a service's Waiting message names the
+// time sync among what it waits for ("Waiting for time sync", or with other
+// conditions: conditions.WaitForAll's String joins them with ", ").
+func WaitsForTimeSync(msg string) bool {
+	conds, ok := strings.CutPrefix(msg, "Waiting for ")
+
+	return ok && slices.Contains(strings.Split(conds, ", "), "time sync")
+}
 
 // APIServer is a control plane's Kubernetes API server as a client sees it
 // through the node's address, with the cluster's admin kubeconfig.

@@ -38,8 +38,9 @@ func clockSkew(ev *Evidence) []result.Diagnosis {
 			continue
 		}
 
-		// The orchestrator's calls: the last one that failed so, when no
-		// success came after it.
+		// The orchestrator's calls: the last one that failed so, when the
+		// node answered none after it (an answer, even an error, is TLS that
+		// worked).
 		var last *CallAt
 
 		for _, c := range ev.Calls {
@@ -47,7 +48,7 @@ func clockSkew(ev *Evidence) []result.Diagnosis {
 			case c.Node != n.Name:
 			case c.Failure == history.FailureCertificateTime:
 				last = &c
-			case c.OK():
+			case c.Failure == history.FailureNone:
 				last = nil
 			}
 		}
