@@ -3,12 +3,11 @@ package orchestrator
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 
 	"github.com/siderolabs/talos/pkg/machinery/api/machine"
 
+	"github.com/talchaos/talchaos/harness/history"
 	"github.com/talchaos/talchaos/harness/target"
 )
 
@@ -29,14 +28,19 @@ func (r *Resilient) alreadyBootstrapped(ctx context.Context, env *Env, n target.
 		return nil
 	}
 
-	members, err := r.memberLists(ctx, env)
+	seen, err := r.memberLists(ctx, env)
 	if err != nil {
 		return err
 	}
 
-	if groups := separateClusters(members); len(groups) > 1 {
+	if clusters := seen.Clusters(); len(clusters) > 1 {
+		groups := make([]string, len(clusters))
+		for i, c := range clusters {
+			groups[i] = "[" + strings.Join(c.Seen, " ") + "]"
+		}
+
 		return stop(fmt.Errorf("bootstrap %s: its etcd data directory is not empty, and the control planes run %d separate etcd clusters (%s): "+
-			"a second bootstrap made one; not going on", n.Name, len(groups), describeGroups(groups)))
+			"a second bootstrap made one; not going on", n.Name, len(clusters), strings.Join(groups, ", ")))
 	}
 
 	env.Log.Add(n.Name, "orchestrator.bootstrap", n.Name+" was bootstrapped before this run (AlreadyExists): going on with its cluster")
@@ -58,12 +62,20 @@ func (r *Resilient) etcdRunning(ctx context.Context, env *Env, n target.Node) (b
 	return err == nil && s.GetState() == "Running", nil
 }
 
-// memberLists is, per control plane whose etcd runs, the member IDs its own
-// member lists (EtcdMemberList with QueryLocal).
-func (r *Resilient) memberLists(ctx context.Context, env *Env) (map[string][]uint64, error) {
-	out := map[string][]uint64{}
+// memberLists is what the control planes whose etcd runs report as their
+// own member lists (EtcdMemberList with QueryLocal), as the observer records
+// them: history.Observation.Clusters tells the clusters apart.
+func (r *Resilient) memberLists(ctx context.Context, env *Env) (*history.Observation, error) {
+	cps := env.controlPlanes()
 
-	for _, n := range env.controlPlanes() {
+	names := make([]string, len(cps))
+	for i, n := range cps {
+		names[i] = n.Name
+	}
+
+	seen := history.NewObservation(0, names)
+
+	for _, n := range cps {
 		if running, err := r.etcdRunning(ctx, env, n); err != nil || !running {
 			continue
 		}
@@ -83,64 +95,13 @@ func (r *Resilient) memberLists(ctx context.Context, env *Env) (map[string][]uin
 			continue
 		}
 
+		no := &history.NodeObservation{Name: n.Name, Address: n.Address, Role: n.Role}
 		for _, m := range resp.GetMessages()[0].GetMembers() {
-			out[n.Name] = append(out[n.Name], m.GetId())
-		}
-	}
-
-	return out, nil
-}
-
-// separateClusters groups nodes by the cluster their member lists show:
-// two nodes are in one cluster when their lists share a member. Groups are
-// sorted, and sorted by their first node.
-func separateClusters(members map[string][]uint64) [][]string {
-	var groups [][]string
-
-	for _, node := range slices.Sorted(maps.Keys(members)) {
-		joined := -1
-
-		for i := 0; i < len(groups); i++ {
-			if !slices.ContainsFunc(groups[i], func(o string) bool { return shareMember(members[o], members[node]) }) {
-				continue
-			}
-
-			if joined < 0 {
-				groups[i] = append(groups[i], node)
-				joined = i
-
-				continue
-			}
-
-			// node links two groups: merge them.
-			groups[joined] = append(groups[joined], groups[i]...)
-			groups = slices.Delete(groups, i, i+1)
-			i--
+			no.Members = append(no.Members, history.Member{ID: m.GetId(), Hostname: m.GetHostname(), PeerURLs: m.GetPeerUrls(), IsLearner: m.GetIsLearner()})
 		}
 
-		if joined < 0 {
-			groups = append(groups, []string{node})
-		}
+		seen.Nodes[n.Name] = no
 	}
 
-	for _, g := range groups {
-		slices.Sort(g)
-	}
-
-	slices.SortFunc(groups, func(a, b []string) int { return strings.Compare(a[0], b[0]) })
-
-	return groups
-}
-
-func shareMember(a, b []uint64) bool {
-	return slices.ContainsFunc(a, func(id uint64) bool { return slices.Contains(b, id) })
-}
-
-func describeGroups(groups [][]string) string {
-	out := make([]string, len(groups))
-	for i, g := range groups {
-		out[i] = "[" + strings.Join(g, " ") + "]"
-	}
-
-	return strings.Join(out, ", ")
+	return seen, nil
 }
