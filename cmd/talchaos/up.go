@@ -43,6 +43,7 @@ type upOptions struct {
 	cidr          string
 	target        string
 	kubernetes    bool
+	faults        []string
 }
 
 func newUpCmd() *cobra.Command {
@@ -85,6 +86,8 @@ refuses to start).`,
 	cmd.Flags().Int64Var(&opts.seed, "seed", 1, "seed for the simulated nodes' random choices")
 	cmd.Flags().StringVar(&opts.target, "target", "sim", "where the nodes run: sim (in this process), or container (one Docker container per node)")
 	cmd.Flags().BoolVar(&opts.kubernetes, "kubernetes", false, "run Kubernetes (the real control plane, a KWOK kubelet per node) and write a kubeconfig (sim target)")
+	cmd.Flags().StringArrayVar(&opts.faults, "fault", nil, "a fault held on the nodes from the start, as a scenario's faults entry without a trigger "+
+		"(`talchaos faults` lists the kinds), e.g. '{kind: time-unsynced, node: cp1}'; with for: it heals after that long; repeatable")
 	cmd.Flags().StringVar(&opts.cidr, "cidr", "", "loopback block for the nodes, 127.0.N.0/24 (nodes from .2): the same addresses every time (default: a free block)")
 
 	return cmd
@@ -197,6 +200,11 @@ func runUp(cmd *cobra.Command, opts upOptions) error {
 		return &exitError{code: exitInput, err: err}
 	}
 
+	faults, err := upFaults(sc, opts)
+	if err != nil {
+		return &exitError{code: exitInput, err: err}
+	}
+
 	block, err := loopbackBlock(opts.cidr, sc.Cluster.ControlPlanes+sc.Cluster.Workers)
 	if err != nil {
 		return &exitError{code: exitInput, err: err}
@@ -247,6 +255,10 @@ func runUp(cmd *cobra.Command, opts upOptions) error {
 	}
 
 	printUp(out, dir.path, cluster)
+
+	if err := holdFaults(cmd.Context(), out, faults, cluster); err != nil {
+		return &exitError{code: exitHarness, err: scrubber.ScrubError(err)}
+	}
 
 	if opts.bootstrap {
 		fmt.Fprintln(out, "\nbootstrapping (resilient orchestrator)...")
