@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/talchaos/talchaos/harness/chaos"
+	"github.com/talchaos/talchaos/harness/clock"
 	"github.com/talchaos/talchaos/harness/history"
 	"github.com/talchaos/talchaos/harness/scenario"
 	"github.com/talchaos/talchaos/sim/simtest"
@@ -36,7 +37,7 @@ func TestTimeUnsynced(t *testing.T) {
 	ntpTimeout := regexp.MustCompile(`^rpc error: code = Unknown desc = error querying NTP server "time\.cloudflare\.com": ` +
 		`read udp 127\.\d+\.\d+\.\d+:\d+->162\.159\.200\.1:123: i/o timeout$`)
 
-	const bootTimeout = 4 * time.Second // 4 Talos minutes at 60x
+	bootTimeout := clock.New(60).Wall(4 * time.Minute) // the patch's, at newScenario's scale
 
 	for _, tc := range []struct {
 		name  string

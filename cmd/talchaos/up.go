@@ -140,14 +140,9 @@ var upFlags = map[string]string{
 // flagErrors says the problems of the scenario built from the flags in terms
 // of the flags: "--time-scale: must be between 1 and 10000, got 0".
 func flagErrors(err error) error {
-	var es scenario.Errors
-	if !errors.As(err, &es) {
-		var e *scenario.Error
-		if !errors.As(err, &e) {
-			return err
-		}
-
-		es = scenario.Errors{e}
+	es, ok := scenarioErrors(err)
+	if !ok {
+		return err
 	}
 
 	msgs := make([]string, 0, len(es))
@@ -161,6 +156,21 @@ func flagErrors(err error) error {
 	}
 
 	return errors.New(strings.Join(msgs, "\n"))
+}
+
+// scenarioErrors are the problems a scenario error lists, one or many.
+func scenarioErrors(err error) (scenario.Errors, bool) {
+	var es scenario.Errors
+	if errors.As(err, &es) {
+		return es, true
+	}
+
+	var e *scenario.Error
+	if errors.As(err, &e) {
+		return scenario.Errors{e}, true
+	}
+
+	return nil, false
 }
 
 // loopbackBlock is the N of --cidr 127.0.N.0/24 (0 when not given).

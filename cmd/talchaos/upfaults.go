@@ -89,14 +89,9 @@ func upFaults(sc *scenario.Scenario, opts upOptions) ([]chaos.Planned, error) {
 // faultFlagErrors says a fault's problems in terms of its flag: "--fault
 // '{kind: time-unsynced, node: cp7}': node: unknown node ...".
 func faultFlagErrors(err error, specs []string) error {
-	var es scenario.Errors
-	if !errors.As(err, &es) {
-		var e *scenario.Error
-		if !errors.As(err, &e) {
-			return err
-		}
-
-		es = scenario.Errors{e}
+	es, ok := scenarioErrors(err)
+	if !ok {
+		return err
 	}
 
 	msgs := make([]string, 0, len(es))

@@ -2,7 +2,6 @@ package chaos
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/talchaos/talchaos/harness/scenario"
@@ -65,9 +64,9 @@ func (k ClockOffset) Validate(c *scenario.FaultCheck) {
 func (k ClockOffset) Offset() time.Duration { return k.Ahead.Duration - k.Behind.Duration }
 
 func (k ClockOffset) Inject(ctx context.Context, env *Env) (target.Heal, error) {
-	cl, ok := env.Cluster.(target.Clocks)
-	if !ok {
-		return nil, fmt.Errorf("the cluster cannot act on node clocks")
+	cl, err := clocks(env)
+	if err != nil {
+		return nil, err
 	}
 
 	return cl.OffsetClock(ctx, string(k.Node), k.Offset())

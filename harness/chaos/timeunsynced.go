@@ -2,7 +2,6 @@ package chaos
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/talchaos/talchaos/harness/scenario"
 	"github.com/talchaos/talchaos/harness/target"
@@ -38,9 +37,9 @@ func (TimeUnsynced) Needs(*scenario.Scenario) []target.Capability {
 func (k TimeUnsynced) Validate(c *scenario.FaultCheck) { c.Node("node", string(k.Node), true) }
 
 func (k TimeUnsynced) Inject(ctx context.Context, env *Env) (target.Heal, error) {
-	cl, ok := env.Cluster.(target.Clocks)
-	if !ok {
-		return nil, fmt.Errorf("the cluster cannot act on node clocks")
+	cl, err := clocks(env)
+	if err != nil {
+		return nil, err
 	}
 
 	return cl.HoldTimeUnsynced(ctx, string(k.Node))
