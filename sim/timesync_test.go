@@ -246,3 +246,43 @@ func TestClockOffset(t *testing.T) {
 		})
 	}
 }
+
+// A Bootstrap whose reply is lost (api-drop-reply) has taken effect: the
+// caller hits its deadline, and every retry gets Talos's AlreadyExists "etcd
+// data directory is not empty" (v1alpha1_server.go Bootstrap). A Bootstrap
+// the node refuses (here "time is not in sync yet": nothing done) keeps its
+// answer and does not use the fault up.
+func TestBootstrapReplyLost(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	c := simtest.FromScenario(t, newScenario(1), 1)
+	node := c.Nodes()[0]
+	unsynced := inject(t, ctx, c, chaos.TimeUnsynced{Node: "cp1"})
+	heal := inject(t, ctx, c, chaos.APIDropReply{Node: "cp1", RPC: "Bootstrap", Count: 1})
+
+	defer heal() //nolint:errcheck
+
+	apply(t, ctx, node)
+	cl := secure(t, ctx, c, node)
+
+	bootstrap := func() error {
+		callCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+
+		return cl.Bootstrap(callCtx, &machine.BootstrapRequest{})
+	}
+
+	eventually(t, 30*time.Second, func() error { return statusIs(bootstrap(), codes.FailedPrecondition, "time is not in sync yet") })
+	wantStatus(t, "a refused Bootstrap, again", bootstrap(), codes.FailedPrecondition, "time is not in sync yet")
+
+	if err := unsynced(); err != nil {
+		t.Fatal(err)
+	}
+
+	eventually(t, 10*time.Second, func() error { return wantSynced(ctx, cl, true, false) })
+	wantStatus(t, "the Bootstrap that takes effect", bootstrap(), codes.DeadlineExceeded, "context deadline exceeded")
+
+	eventually(t, 30*time.Second, func() error { return statusIs(bootstrap(), codes.AlreadyExists, "etcd data directory is not empty") })
+	eventually(t, 30*time.Second, func() error { return etcdHealthy(ctx, cl, true) })
+}
