@@ -37,7 +37,7 @@ func TestTimeUnsynced(t *testing.T) {
 	ntpTimeout := regexp.MustCompile(`^rpc error: code = Unknown desc = error querying NTP server "time\.cloudflare\.com": ` +
 		`read udp 127\.\d+\.\d+\.\d+:\d+->162\.159\.200\.1:123: i/o timeout$`)
 
-	bootTimeout := clock.New(60).Wall(4 * time.Minute) // the patch's, at newScenario's scale
+	bootTimeout := clock.New(60).Wall(2 * time.Minute) // the patch's, at newScenario's scale
 
 	for _, tc := range []struct {
 		name  string
@@ -47,7 +47,7 @@ func TestTimeUnsynced(t *testing.T) {
 		disabled bool
 	}{
 		{name: "no boot timeout: held until healed", held: true},
-		{name: "boot timeout: synced once it passed", patch: "machine:\n  time:\n    bootTimeout: 4m\n"},
+		{name: "boot timeout: synced once it passed", patch: "machine:\n  time:\n    bootTimeout: 2m\n"},
 		{name: "time sync disabled", patch: "machine:\n  time:\n    disabled: true\n", disabled: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
