@@ -987,15 +987,10 @@ func cachedTalosctl(goBin, compatDir, version string) (string, error) {
 	return bin, nil
 }
 
-// Kubernetes on `talchaos up --bootstrap --kubernetes`: the real talosctl
-// takes the admin kubeconfig from a control plane, and the real kubectl,
-// through the cluster endpoint, sees the kubernetes endpoints list every
-// control plane once the bootstrap is done.
-func TestKubernetesAgainstUp(t *testing.T) {
-	kubectl, err := exec.LookPath("kubectl")
-	if err != nil {
-		t.Skip("kubectl is not installed")
-	}
+// upBinaries builds talchaos and the real talosctl (cached) for a test
+// against `talchaos up`; without the talos module there is nothing to test.
+func upBinaries(t *testing.T) (talchaosBin, talosctlBin string) {
+	t.Helper()
 
 	goBin := goTool(t)
 
@@ -1009,15 +1004,86 @@ func TestKubernetesAgainstUp(t *testing.T) {
 		t.Skipf("the talos module %s@%s cannot be downloaded: %v\n%s", talosModule, talosVersion, err, out)
 	}
 
-	talchaosBin := filepath.Join(t.TempDir(), "talchaos")
+	talchaosBin = filepath.Join(t.TempDir(), "talchaos")
 	if out, err := runGo(goBin, filepath.Dir(compatDir), "build", "-o", talchaosBin, "./cmd/talchaos"); err != nil {
 		t.Fatalf("build talchaos: %v\n%s", err, out)
 	}
 
-	talosctlBin, err := cachedTalosctl(goBin, compatDir, talosVersion)
-	if err != nil {
+	if talosctlBin, err = cachedTalosctl(goBin, compatDir, talosVersion); err != nil {
 		t.Fatal(err)
 	}
+
+	return talchaosBin, talosctlBin
+}
+
+// A node whose time servers never answer (`talchaos up --fault
+// '{kind: time-unsynced, node: cp1}'`), driven with the real talosctl as in
+// talos #6493: `talosctl bootstrap` gets FailedPrecondition "time is not in
+// sync yet", `get timestatus` says not synced, etcd waits "for time sync",
+// and `talosctl time` shows the NTP query timing out.
+func TestTimeUnsyncedAgainstUp(t *testing.T) {
+	talchaosBin, talosctlBin := upBinaries(t)
+
+	dir := filepath.Join(t.TempDir(), "cluster")
+	simTmp := filepath.Join(t.TempDir(), "tmp")
+
+	if err := os.MkdirAll(simTmp, 0o700); err != nil {
+		t.Fatal(err)
+	}
+
+	up := startUp(t, talchaosBin, dir, simTmp, "--control-planes", "1", "--fault", "{kind: time-unsynced, node: cp1}")
+	if !strings.Contains(up.out.String(), "fault time-unsynced-0 (time-unsynced) on cp1: until up exits") {
+		t.Errorf("up does not say it holds the fault:\n%s", up.out.String())
+	}
+
+	inv := readInventory(t, filepath.Join(dir, "inventory.yaml"))
+	n := inv.Nodes[0]
+	cp := n.Address
+
+	res := &results{t: t}
+	defer res.summary()
+
+	tc := &talosctl{t: t, bin: talosctlBin, talosconfig: filepath.Join(dir, "talosconfig")}
+
+	out, err := tc.run("apply-config", "--insecure", "-n", cp, "-f", filepath.Join(dir, n.Config))
+	res.check(err == nil, "apply-config --insecure -n %s", cp).detail(err, out)
+
+	out, err = tc.poll(60*time.Second, func(out string, err error) bool { return err == nil }, "-n", cp, "version")
+	res.check(err == nil, "-n %s version after apply (left maintenance)", cp).detail(err, out)
+
+	// Until CRI is up: "bootstrap is not available yet"; then the time sync's.
+	out, err = tc.poll(60*time.Second, func(out string, err error) bool {
+		return err != nil && !strings.Contains(out, "bootstrap is not available yet")
+	}, "bootstrap")
+	res.check(err != nil && strings.Contains(out, "code = FailedPrecondition desc = time is not in sync yet"),
+		"bootstrap with the time unsynced: FailedPrecondition \"time is not in sync yet\"").detail(err, out)
+
+	out, err = tc.run("-n", cp, "get", "timestatus")
+	res.check(err == nil && match(out, `(?m)^`+regexp.QuoteMeta(cp)+`\s+runtime\s+TimeStatus\s+node\s+\d+\s+false\s*$`),
+		"-n %s get timestatus: not synced", cp).detail(err, out)
+
+	waiting := func(out string, err error) bool {
+		return err == nil && match(out, `(?m)^STATE\s+Waiting\s*$`) && strings.Contains(out, "Waiting for time sync")
+	}
+	out, err = tc.poll(30*time.Second, waiting, "-n", cp, "service", "etcd")
+	res.check(waiting(out, err), "-n %s service etcd: Waiting for time sync", cp).detail(err, out)
+
+	out, err = tc.run("-n", cp, "time")
+	res.check(err != nil && match(out, `error querying NTP server "time\.cloudflare\.com": read udp `+regexp.QuoteMeta(cp)+`:\d+->162\.159\.200\.1:123: i/o timeout`),
+		"-n %s time: the NTP query times out", cp).detail(err, out)
+}
+
+// Kubernetes on `talchaos up --bootstrap --kubernetes`: the real talosctl
+// takes the admin kubeconfig from a control plane, and the real kubectl,
+// through the cluster endpoint, sees the kubernetes endpoints list every
+// control plane once the bootstrap is done.
+func TestKubernetesAgainstUp(t *testing.T) {
+	kubectl, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Skip("kubectl is not installed")
+	}
+
+	talchaosBin, talosctlBin := upBinaries(t)
 
 	// Without the kube-apiserver binary, or without the right to add the
 	// nodes' addresses, the sim target refuses a scenario with Kubernetes

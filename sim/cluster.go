@@ -431,7 +431,7 @@ func (c *Cluster) newNode(ip, name string, index int) (*Node, error) {
 
 	var err error
 
-	if n.pki, err = writeEtcdPKI(filepath.Join(n.dir, "pki"), c.bundle.Certs.Etcd, name, n.addrList()); err != nil {
+	if n.pki, err = writeEtcdPKI(filepath.Join(n.dir, "pki"), c.bundle.Certs.Etcd, name, n.addrList(), time.Now()); err != nil {
 		return nil, err
 	}
 

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"slices"
 	"strings"
 	"time"
@@ -75,18 +74,32 @@ func (n *Node) etcdMain(ctx context.Context, run *etcdRun) error {
 	// Without an etcd spec (no address of the node's in
 	// cluster.etcd.advertisedSubnets, or none to listen on), the wait ends
 	// at the spec and stays there, with no error: nothing writes the spec.
-	waits := etcdWaits
-	if _, ok := n.etcdSpec(); !ok {
-		waits = append(slices.Clone(etcdWaits[:len(etcdWaits)-1]), "etcd spec")
+	// Time that never syncs holds it the same way.
+	unmet := func() []string {
+		var held []string
+
+		if !n.timeSynced(ctx) {
+			held = append(held, condTimeSync)
+		}
+
+		if _, ok := n.etcdSpec(); !ok {
+			held = append(held, condEtcdSpec)
+		}
+
+		return held
 	}
 
-	if _, ok := n.etcdSpec(); !n.waitConditions(ctx, svc, waits) || !ok && !n.sleep(ctx, math.MaxInt64) {
+	if !n.waitConditions(ctx, svc, etcdWaits, unmet) {
 		// ServiceRunner.Run: the condition's Wait ends with the stop's
 		// cancellation (conditions.WaitForAll collapses to it).
 		return fmt.Errorf("condition failed: %w", context.Canceled)
 	}
 
 	svc.update(statePreparing, "Running pre state")
+
+	if err := n.issueEtcdCerts(); err != nil {
+		return fmt.Errorf("failed to run pre stage: %w", err)
+	}
 
 	// PreFunc: pull the image, then decide how etcd starts. A stop cancels
 	// PreFunc's context: the service fails with what PreFunc returned
@@ -139,47 +152,96 @@ func (n *Node) etcdMain(ctx context.Context, run *etcdRun) error {
 	}
 }
 
+// The conditions a service waits for (conditions.WaitForAll's String lists
+// the unmet ones, in order).
+const (
+	condCRI      = `service "cri" to be "up"`
+	condTimeSync = "time sync"
+	condNetwork  = "network"
+	condEtcdSpec = "etcd spec"
+)
+
 // etcdWaits is what etcd's service waits for before its pre stage, in the
 // order the conditions are met: ServiceRunner.Run puts the volume mounts
 // ("/var/lib", then constants.EtcdDataVolumeID, mounted one by one) before
 // the dependency on "cri" and the service's own Condition (time sync,
 // network, etcd spec; services/etcd.go Condition, Volumes, DependsOn); each
-// condition leaves the description (conditions.WaitForAll String) once met.
-var etcdWaits = []string{
-	`volumes /var/lib, ETCD to be mounted, service "cri" to be "up", time sync, network, etcd spec`,
-	`volumes ETCD to be mounted, service "cri" to be "up", time sync, network, etcd spec`,
-	`service "cri" to be "up", etcd spec`,
-	`service "cri" to be "up"`,
+// condition leaves the description once met. The first step lists every
+// condition in order.
+var etcdWaits = [][]string{
+	{"volumes /var/lib, ETCD to be mounted", condCRI, condTimeSync, condNetwork, condEtcdSpec},
+	{"volumes ETCD to be mounted", condCRI, condTimeSync, condNetwork, condEtcdSpec},
+	{condCRI, condEtcdSpec},
+	{condCRI},
 }
 
 // kubeletWaits is kubelet's (services/kubelet.go Volumes, Condition).
-var kubeletWaits = []string{
-	`volumes /var/lib, /var/lib/kubelet, /var/log, /var/log/audit, /var/log/containers, /var/log/pods, /var/lib/kubelet/seccomp, /var/lib/kubelet/seccomp/profiles, /var/log/audit/kube, /var/mnt to be mounted, service "cri" to be "up", time sync, network`,
-	`volumes /var/mnt to be mounted, service "cri" to be "up", time sync, network`,
-	`service "cri" to be "up"`,
-	`service "cri" to be "up"`,
+var kubeletWaits = [][]string{
+	{"volumes /var/lib, /var/lib/kubelet, /var/log, /var/log/audit, /var/log/containers, /var/log/pods, /var/lib/kubelet/seccomp, /var/lib/kubelet/seccomp/profiles, /var/log/audit/kube, /var/mnt to be mounted", condCRI, condTimeSync, condNetwork},
+	{"volumes /var/mnt to be mounted", condCRI, condTimeSync, condNetwork},
+	{condCRI},
+	{condCRI},
 }
 
 // waitConditions is ServiceRunner.waitFor: "Waiting for <description>", then
 // a new Waiting event each time the description changed, checked once a
-// second (WaitConditionCheckInterval). The whole wait is the profile's
-// ServiceWait. It reports false when the service was stopped meanwhile.
-func (n *Node) waitConditions(ctx context.Context, svc *service, steps []string) bool {
+// second (WaitConditionCheckInterval). The steps take the profile's
+// ServiceWait; a condition unmet() still holds stays in every step's
+// description and, after the last, holds the service, checked once a
+// second, until it is met. It reports false when the service was stopped
+// meanwhile.
+func (n *Node) waitConditions(ctx context.Context, svc *service, steps [][]string, unmet func() []string) bool {
 	step := n.c.clock.Wall(n.c.profile.ServiceWait) / time.Duration(len(steps))
 	last := ""
 
-	for _, desc := range steps {
-		if desc != last {
+	describe := func(conds []string) {
+		if desc := strings.Join(conds, ", "); desc != last && desc != "" {
 			svc.update(stateWaiting, "Waiting for %s", desc)
 			last = desc
 		}
+	}
+
+	for _, s := range steps {
+		describe(withHeld(steps[0], s, unmet()))
 
 		if !n.sleep(ctx, step) {
 			return false
 		}
 	}
 
-	return true
+	for {
+		held := unmet()
+		if len(held) == 0 {
+			return true
+		}
+
+		describe(held)
+
+		if !n.sleep(ctx, n.c.clock.WallAtLeast(time.Second, 50*time.Millisecond)) {
+			return false
+		}
+	}
+}
+
+// withHeld is a step's description with the held conditions kept in it:
+// what only the step has (its volumes) first, then, in all's order, the
+// conditions the step or held name.
+func withHeld(all, step, held []string) []string {
+	var out []string
+
+	for _, c := range step {
+		if !slices.Contains(all, c) {
+			out = append(out, c)
+		}
+	}
+
+	for _, c := range all {
+		if slices.Contains(step, c) || slices.Contains(held, c) {
+			out = append(out, c)
+		}
+	}
+
+	return out
 }
 
 // etcdStartArgs are the flags Talos computed for etcd in the pre stage.

@@ -121,6 +121,8 @@ type Node struct {
 	registered chan struct{}
 	// resync wakes the node's controllers (resources.go).
 	resync chan struct{}
+	// clk is the node's clock and its time sync (timesync.go).
+	clk nodeClock
 }
 
 // Hostname implements talosapi.Backend: the applied config's hostname
@@ -389,11 +391,14 @@ func (n *Node) clusterClient(ctx context.Context) (*clientv3.Client, error) {
 
 // newEtcdClient is Talos's etcd.NewClient: admin certificate, 5 s dial timeout.
 func (n *Node) newEtcdClient(ctx context.Context, endpoints []string) (*clientv3.Client, error) {
+	tlsConf := n.tlsConf.Clone()
+	tlsConf.Time = n.Now // members' certificates judged by the node's clock
+
 	c, err := clientv3.New(clientv3.Config{
 		Endpoints:   endpoints,
 		DialTimeout: n.c.timeout(n.c.profile.EtcdDialTimeout),
 		Context:     ctx,
-		TLS:         n.tlsConf.Clone(),
+		TLS:         tlsConf,
 		Logger:      zap.NewNop(),
 		DialOptions: []grpc.DialOption{
 			grpc.WithContextDialer(n.dial),
@@ -645,6 +650,8 @@ func (n *Node) boot() error {
 		n.setStage(runtime.MachineStageMaintenance)
 	}
 
+	n.bootClock()
+
 	// The resources are there before the API answers, as machined's
 	// controllers run before apid starts.
 	if err := n.syncResources(ctx); err != nil {
@@ -752,7 +759,15 @@ func (n *Node) startKubelet(ctx context.Context, svc *service) {
 func (n *Node) runKubelet(ctx context.Context, svc *service) {
 	svc.update(stateStarting, "Starting service")
 
-	if !n.waitConditions(ctx, svc, kubeletWaits) {
+	unmet := func() []string {
+		if !n.timeSynced(ctx) {
+			return []string{condTimeSync}
+		}
+
+		return nil
+	}
+
+	if !n.waitConditions(ctx, svc, kubeletWaits, unmet) {
 		svc.update(stateFailed, "Condition failed: context canceled")
 
 		return
@@ -789,9 +804,10 @@ func (n *Node) runKubelet(ctx context.Context, svc *service) {
 // runs "not healthy" (a health not yet known is no problem there); the
 // sim has no Kubernetes, so until etcd and kubelet are healthy its node is
 // not Ready either, and "nodeReady" says the Node's status is not
-// available yet, as it reads before kubelet registers. apid, machined,
-// trustd and the time and network checks are always met here, and there is
-// no "staticPods" check.
+// available yet, as it reads before kubelet registers. The "time" check
+// fails while the node's TimeStatus is not synced ("time is not synced").
+// apid, machined, trustd and the network check are always met here, and
+// there is no "staticPods" check.
 func (n *Node) refreshStatus() {
 	n.mu.Lock()
 	run, kubelet, stage := n.etcdRun, n.kubelet, n.stage
@@ -837,6 +853,10 @@ func (n *Node) refreshStatus() {
 	check("kubelet", kubelet)
 
 	var unmet []runtime.UnmetCondition
+
+	if !n.timeSynced(context.Background()) {
+		unmet = append(unmet, runtime.UnmetCondition{Name: "time", Reason: "time is not synced"})
+	}
 
 	if len(problems) > 0 {
 		unmet = append(unmet, runtime.UnmetCondition{Name: "services", Reason: strings.Join(problems, ", ")})

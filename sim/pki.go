@@ -14,7 +14,8 @@ import (
 
 // etcdPKI is the per-node etcd certificate set Talos's etcd PKI controller
 // writes (server, peer, admin client), issued by the cluster's etcd CA. Files,
-// because embedded etcd reads its TLS material from paths.
+// because embedded etcd reads its TLS material from paths (and again at
+// every handshake, as Talos's etcd and its clients do).
 type etcdPKI struct {
 	CACert     string
 	ServerCert string
@@ -25,7 +26,13 @@ type etcdPKI struct {
 	AdminKey   string
 }
 
-func writeEtcdPKI(dir string, ca *x509.PEMEncodedCertificateAndKey, hostname string, addrs []netip.Addr) (*etcdPKI, error) {
+// etcdCertValidity is how long the etcd certificates are valid from their
+// issue (internal/pkg/etcd/certs.go buildOptions: 87600 h).
+const etcdCertValidity = 87600 * time.Hour
+
+// writeEtcdPKI issues the certificates at now, by the node's clock (the
+// crypto library's NotBefore is its now); a file is replaced whole.
+func writeEtcdPKI(dir string, ca *x509.PEMEncodedCertificateAndKey, hostname string, addrs []netip.Addr, now time.Time) (*etcdPKI, error) {
 	authority, err := x509.NewCertificateAuthorityFromCertificateAndKey(ca)
 	if err != nil {
 		return nil, fmt.Errorf("etcd CA: %w", err)
@@ -52,7 +59,7 @@ func writeEtcdPKI(dir string, ca *x509.PEMEncodedCertificateAndKey, hostname str
 	ips = append(ips, net.ParseIP("127.0.0.1"))
 
 	issue := func(name string, opts ...x509.Option) (string, string, error) {
-		opts = append(opts, x509.NotAfter(time.Now().Add(24*time.Hour)))
+		opts = append(opts, x509.NotBefore(now), x509.NotAfter(now.Add(etcdCertValidity)))
 
 		kp, err := x509.NewKeyPair(authority, opts...)
 		if err != nil {
@@ -60,11 +67,11 @@ func writeEtcdPKI(dir string, ca *x509.PEMEncodedCertificateAndKey, hostname str
 		}
 
 		crt, key := filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
-		if err = os.WriteFile(crt, kp.CrtPEM, 0o600); err != nil {
+		if err = replaceFile(key, kp.KeyPEM); err != nil {
 			return "", "", err
 		}
 
-		return crt, key, os.WriteFile(key, kp.KeyPEM, 0o600)
+		return crt, key, replaceFile(crt, kp.CrtPEM)
 	}
 
 	if p.ServerCert, p.ServerKey, err = issue("server",
@@ -83,4 +90,14 @@ func writeEtcdPKI(dir string, ca *x509.PEMEncodedCertificateAndKey, hostname str
 	}
 
 	return p, nil
+}
+
+// replaceFile writes a file whole: a reader sees the old content or the new.
+func replaceFile(path string, data []byte) error {
+	tmp := path + ".new"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return err
+	}
+
+	return os.Rename(tmp, path)
 }

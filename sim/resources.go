@@ -22,7 +22,6 @@ import (
 	configres "github.com/siderolabs/talos/pkg/machinery/resources/config"
 	"github.com/siderolabs/talos/pkg/machinery/resources/k8s"
 	"github.com/siderolabs/talos/pkg/machinery/resources/network"
-	timeres "github.com/siderolabs/talos/pkg/machinery/resources/time"
 )
 
 // controllerTick is how often a node's controllers derive its resources
@@ -245,20 +244,6 @@ func broadcast(p netip.Prefix) netip.Addr {
 	}
 
 	return netip.AddrFrom4(a)
-}
-
-// syncTime is time.SyncController's TimeStatus (controllers/time/sync.go):
-// the sim's clocks are the host's, in sync from boot; sync is disabled by
-// machine.time.disabled.
-func (n *Node) syncTime(ctx context.Context, cfg config.Provider) error {
-	st := timeres.NewStatus()
-	st.TypedSpec().Synced = true
-
-	if cfg != nil && cfg.NetworkTimeSyncConfig() != nil {
-		st.TypedSpec().SyncDisabled = cfg.NetworkTimeSyncConfig().Disabled()
-	}
-
-	return syncAll(ctx, n.resources, st.Metadata().Namespace(), "time.SyncController", []*timeres.Status{st})
 }
 
 // syncConfig writes the MachineConfigs (the active one as v1alpha1; the one

@@ -45,6 +45,7 @@ type upOptions struct {
 	cidr          string
 	target        string
 	kubernetes    bool
+	faults        []string
 }
 
 func newUpCmd() *cobra.Command {
@@ -87,6 +88,8 @@ refuses to start).`,
 	cmd.Flags().Int64Var(&opts.seed, "seed", 1, "seed for the simulated nodes' random choices")
 	cmd.Flags().StringVar(&opts.target, "target", "sim", "where the nodes run: sim (in this process), or container (one Docker container per node)")
 	cmd.Flags().BoolVar(&opts.kubernetes, "kubernetes", false, "run Kubernetes (the real control plane, a KWOK kubelet per node) and write a kubeconfig (sim target)")
+	cmd.Flags().StringArrayVar(&opts.faults, "fault", nil, "a fault held on the nodes from the start, as a scenario's faults entry without a trigger "+
+		"(`talchaos faults` lists the kinds), e.g. '{kind: time-unsynced, node: cp1}'; with for: it heals after that long; repeatable")
 	cmd.Flags().StringVar(&opts.cidr, "cidr", "", "loopback block for the nodes, 127.0.N.0/24 (nodes from .2): the same addresses every time (default: a free block); "+
 		"or the nodes' own subnets, comma-separated (fd00:101::/64,10.101.0.0/24: nodes from host 2, the endpoint host 1; fd00:101::11/64: cp1 there), "+
 		"which they take in a network namespace of their own (the output says how to enter it)")
@@ -172,14 +175,9 @@ func upSubnets(cidr string) []string {
 // flagErrors says the problems of the scenario built from the flags in terms
 // of the flags: "--time-scale: must be between 1 and 10000, got 0".
 func flagErrors(err error) error {
-	var es scenario.Errors
-	if !errors.As(err, &es) {
-		var e *scenario.Error
-		if !errors.As(err, &e) {
-			return err
-		}
-
-		es = scenario.Errors{e}
+	es, ok := scenarioErrors(err)
+	if !ok {
+		return err
 	}
 
 	msgs := make([]string, 0, len(es))
@@ -198,6 +196,21 @@ func flagErrors(err error) error {
 	}
 
 	return errors.New(strings.Join(msgs, "\n"))
+}
+
+// scenarioErrors are the problems a scenario error lists, one or many.
+func scenarioErrors(err error) (scenario.Errors, bool) {
+	var es scenario.Errors
+	if errors.As(err, &es) {
+		return es, true
+	}
+
+	var e *scenario.Error
+	if errors.As(err, &e) {
+		return scenario.Errors{e}, true
+	}
+
+	return nil, false
 }
 
 // loopbackBlock is the N of --cidr 127.0.N.0/24 (0 when not given, or
@@ -234,6 +247,11 @@ func runUp(cmd *cobra.Command, opts upOptions) error {
 	}
 
 	sc, err := upScenario(opts)
+	if err != nil {
+		return &exitError{code: exitInput, err: err}
+	}
+
+	faults, err := upFaults(sc, opts)
 	if err != nil {
 		return &exitError{code: exitInput, err: err}
 	}
@@ -294,6 +312,10 @@ func runUp(cmd *cobra.Command, opts upOptions) error {
 	}
 
 	printUp(out, dir.path, cluster)
+
+	if err := holdFaults(cmd.Context(), out, faults, cluster); err != nil {
+		return &exitError{code: exitHarness, err: scrubber.ScrubError(err)}
+	}
 
 	if opts.bootstrap {
 		fmt.Fprintln(out, "\nbootstrapping (resilient orchestrator)...")

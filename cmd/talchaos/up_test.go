@@ -176,3 +176,23 @@ func TestUpTakesAStableBlock(t *testing.T) {
 		stop()
 	}
 }
+
+// A --fault that is not one up can hold is refused before anything starts
+// (exit 2), naming the flag and the field.
+func TestUpFaultFlagErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--fault", "time-unsynced"}, `--fault "time-unsynced": give a fault as a YAML mapping`},
+		{[]string{"--fault", "{kind: time-unsynced, node: cp7}"}, `--fault "{kind: time-unsynced, node: cp7}": node: unknown node "cp7": one of cp1, cp2, cp3`},
+		{[]string{"--fault", "{kind: clock-offset, node: cp1}"}, `--fault "{kind: clock-offset, node: cp1}": ahead: required: ahead or behind`},
+		{[]string{"--fault", "{kind: time-unsynced, node: cp1, until: {node: cp1, state: voter}}"}, `until: up holds its faults from the start`},
+		{[]string{"--fault", "{kind: time-unsynced, node: cp1}", "--target", "container"}, `kind: target container cannot inject time-unsynced`},
+	} {
+		code, stderr := run(t, append([]string{"up", "--dir", t.TempDir()}, tc.args...)...)
+		if code != exitInput || !strings.Contains(stderr, tc.want) {
+			t.Errorf("up %v: exit %d, %q; want exit 2 saying %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}

@@ -101,8 +101,15 @@ type Backend interface {
 	Shutdown() error
 	Reset(req *machine.ResetRequest) error
 
-	// Resources is the node's COSI state (MachineStatus and friends).
+	// Resources is the node's COSI state (MachineStatus and friends); its
+	// TimeStatus says whether the node's time is in sync.
 	Resources() state.State
+	// Now is the node's clock, which its TLS reads: the certificates it
+	// issues and the ones it checks are judged by it.
+	Now() time.Time
+	// QueryTimeServer is an NTP query of server from the node: the server's
+	// time, or the error the query gets.
+	QueryTimeServer(ctx context.Context, server string) (time.Time, error)
 	// Log returns the log of a service ("machined", "etcd") or nil.
 	Log(id string) *LogBuffer
 }

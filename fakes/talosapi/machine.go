@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/siderolabs/gen/xslices"
@@ -14,6 +15,7 @@ import (
 	"github.com/siderolabs/talos/pkg/machinery/api/machine"
 	"github.com/siderolabs/talos/pkg/machinery/config/configloader"
 	"github.com/siderolabs/talos/pkg/machinery/constants"
+	timeres "github.com/siderolabs/talos/pkg/machinery/resources/time"
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -154,9 +156,14 @@ func (m *machineServer) ApplyConfiguration(ctx context.Context, in *machine.Appl
 	}}}, nil
 }
 
-// Bootstrap checks, in Talos's order, then starts a new single-member cluster. It
-// looks only at the local data directory: a second node still in its join loop
-// bootstraps a second cluster (talos #5500).
+// bootstrapTimeSyncWait is how long Bootstrap waits for the time to be in
+// sync (Talos time).
+const bootstrapTimeSyncWait = 5 * time.Second
+
+// Bootstrap checks, in Talos's order (v1alpha1_server.go Bootstrap, v1.12.6),
+// then starts a new single-member cluster. It looks only at the local data
+// directory: a second node still in its join loop bootstraps a second
+// cluster (talos #5500).
 func (m *machineServer) Bootstrap(ctx context.Context, _ *machine.BootstrapRequest) (*machine.BootstrapResponse, error) {
 	m.machinedLog("bootstrap request received")
 
@@ -170,6 +177,15 @@ func (m *machineServer) Bootstrap(ctx context.Context, _ *machine.BootstrapReque
 		}
 
 		return nil, status.Error(codes.FailedPrecondition, "bootstrap can only be performed on a control plane node")
+	}
+
+	// Talos waits 5 s for the time to be in sync (the TimeStatus resource,
+	// timeresource.NewSyncCondition) before it looks at the data directory.
+	timeCtx, timeCancel := context.WithTimeout(ctx, m.s.wall(bootstrapTimeSyncWait))
+	defer timeCancel()
+
+	if err := timeres.NewSyncCondition(m.backend().Resources()).Wait(timeCtx); err != nil {
+		return nil, status.Error(codes.FailedPrecondition, "time is not in sync yet")
 	}
 
 	if !m.backend().EtcdDataDirEmpty() {

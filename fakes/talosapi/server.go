@@ -96,6 +96,15 @@ func New(opts Options) (*Server, error) {
 	return &Server{opts: opts, maintCert: *kp.Certificate, peers: peers{wall: opts.Wall}}, nil
 }
 
+// wall is how long a Talos-time span of the API's own timers lasts.
+func (s *Server) wall(talos time.Duration) time.Duration {
+	if s.opts.Wall == nil {
+		return talos
+	}
+
+	return s.opts.Wall(talos)
+}
+
 // SetHook installs (or with nil removes) the fault hook.
 func (s *Server) SetHook(h Hook) {
 	if h == nil {
@@ -280,6 +289,7 @@ func (s *Server) configuredTLS(cfg config.Provider) (*tls.Config, error) {
 		pool.AppendCertsFromPEM(accepted.Crt)
 	}
 
+	// Clients' certificates are judged by the node's clock.
 	return &tls.Config{
 		GetCertificate:       func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return cert.current() },
 		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return cert.current() },
@@ -287,6 +297,7 @@ func (s *Server) configuredTLS(cfg config.Provider) (*tls.Config, error) {
 		RootCAs:              pool,
 		ClientAuth:           tls.RequireAndVerifyClientCert,
 		MinVersion:           tls.VersionTLS12,
+		Time:                 s.opts.Backend.Now,
 	}, nil
 }
 
@@ -314,13 +325,19 @@ func (c *apiCert) current() (*tls.Certificate, error) {
 		return c.cert, nil
 	}
 
+	// Valid from the node's clock for a day (controllers/secrets/api.go
+	// generateControlPlane: NotAfter now + DefaultCertificateValidityDuration,
+	// NotBefore now by default).
+	now := c.backend.Now()
+
 	kp, err := x509.NewKeyPair(c.ca,
 		x509.IPAddresses(ipList(addrs)),
 		x509.DNSNames([]string{hostname}),
 		x509.CommonName(hostname),
 		// apid forwards requests to other nodes with this certificate, impersonating the caller.
 		x509.Organization(string(role.Impersonator)),
-		x509.NotAfter(time.Now().Add(24*time.Hour)),
+		x509.NotBefore(now),
+		x509.NotAfter(now.Add(x509.DefaultCertificateValidityDuration)),
 		x509.ExtKeyUsage([]stdx509.ExtKeyUsage{stdx509.ExtKeyUsageServerAuth, stdx509.ExtKeyUsageClientAuth}),
 	)
 	if err != nil {
@@ -346,6 +363,7 @@ func (s *Server) ClientTLS() *tls.Config {
 		GetClientCertificate: s.tlsConf.GetClientCertificate,
 		RootCAs:              s.tlsConf.RootCAs,
 		MinVersion:           tls.VersionTLS12,
+		Time:                 s.opts.Backend.Now,
 	}
 }
 

@@ -102,6 +102,16 @@ func (a *Active) take() bool {
 	return true
 }
 
+// untake gives back a call take counted.
+func (a *Active) untake() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+
+	if a.left >= 0 {
+		a.left++
+	}
+}
+
 // Intercept runs call under the fault. ctx is the caller's: a lost reply is
 // noticed when the caller's deadline passes.
 func (a *Active) Intercept(ctx context.Context, call func(context.Context) (any, error)) (any, error) {
@@ -118,9 +128,19 @@ func (a *Active) Intercept(ctx context.Context, call func(context.Context) (any,
 	case target.APIDropReply:
 		// The call acts even though nobody will hear the answer.
 		actCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		_, _ = call(actCtx) //nolint:errcheck // the reply is the thing being lost
+		resp, err := call(actCtx)
 
 		cancel()
+
+		// A call the node refused took no effect: its answer goes back, and
+		// the fault waits for a call that does (a Bootstrap refused with
+		// "bootstrap is not available yet" is not the one whose reply a
+		// network change loses).
+		if err != nil {
+			a.untake()
+
+			return resp, err
+		}
 
 		<-ctx.Done()
 

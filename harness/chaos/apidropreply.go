@@ -8,11 +8,13 @@ import (
 )
 
 // APIDropReply lets a call take effect and loses its reply: the caller hits
-// its deadline not knowing the change was made (talos #8566).
+// its deadline not knowing the change was made (talos #8566; a Bootstrap's,
+// dis-bzh/OpenAether-infra#67). A call the node refuses took no effect: its
+// answer goes back and does not count.
 type APIDropReply struct {
 	Node  Node `yaml:"node" doc:"the node serving (or, for the etcd calls, making) the call; random: a control plane other than the bootstrap node"`
 	RPC   RPC  `yaml:"rpc" doc:"ApplyConfiguration, Bootstrap, MemberAddAsLearner or MemberPromote"`
-	Count int  `yaml:"count" doc:"how many replies are lost; 0 (default): every call's while active"`
+	Count int  `yaml:"count" doc:"how many replies of calls that took effect are lost (a call the node refuses keeps its answer); 0 (default): every one while active"`
 }
 
 func (APIDropReply) Kind() string      { return "api-drop-reply" }

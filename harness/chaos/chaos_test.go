@@ -265,6 +265,12 @@ func TestValidation(t *testing.T) {
 		{"api-fail", "{kind: api-fail, node: cp2, rpc: Reboot, code: Unavailable, at: 0s}", `faults[0].rpc: unknown rpc "Reboot"`},
 		{"api-drop-reply", "{kind: api-drop-reply, node: cp2, rpc: Bootstrap, count: 100000, at: 0s}", "faults[0].count: must be between 0 and 10000, got 100000"},
 		{"api-delay", "{kind: api-delay, node: cp2, rpc: Bootstrap, at: 0s}", "faults[0].delay: required: a duration between 1ms and 1h0m0s"},
+		{"time-unsynced", "{kind: time-unsynced, node: cp7, at: 0s}", `faults[0].node: unknown node "cp7"`},
+		{"time-unsynced", "{kind: time-unsynced, node: cp1, rpc: Bootstrap, at: 0s}", `faults[0].rpc: "rpc" does not apply to kind time-unsynced`},
+		{"clock-offset", "{kind: clock-offset, node: cp2, at: 0s}", "faults[0].ahead: required: ahead or behind, a duration up to 876000h0m0s"},
+		{"clock-offset", "{kind: clock-offset, node: cp2, ahead: 1h, behind: 1h, at: 0s}", "faults[0].behind: give ahead or behind, not both"},
+		{"clock-offset", "{kind: clock-offset, node: cp2, behind: 900000h, at: 0s}", "faults[0].behind: must be between 1s and 876000h0m0s, got 900000h0m0s"},
+		{"clock-offset", "{kind: clock-offset, node: cp2, ahead: -1h, at: 0s}", `faults[0].ahead: negative duration "-1h"`},
 	}
 
 	covered := map[string]bool{}

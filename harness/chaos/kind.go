@@ -72,6 +72,9 @@ var Kinds = []Kind{
 	APIFail{},
 	APIDropReply{},
 	APIDelay{},
+	// the node's clock and its time sync
+	TimeUnsynced{},
+	ClockOffset{},
 }
 
 // Env is what a fault gets when it is injected.

@@ -16,3 +16,13 @@ func process(ctx context.Context, env *Env, node Node, op target.ProcessOp) (tar
 
 	return pr.Process(ctx, string(node), op)
 }
+
+// clocks is the cluster's clock primitives, for the time kinds.
+func clocks(env *Env) (target.Clocks, error) {
+	cl, ok := env.Cluster.(target.Clocks)
+	if !ok {
+		return nil, fmt.Errorf("the cluster cannot act on node clocks")
+	}
+
+	return cl, nil
+}

@@ -251,6 +251,9 @@ func (o *Observer) pollNode(ctx context.Context, n target.Node, etcd bool) *hist
 		history.Classify(insErr) == history.FailureCertificateRequired:
 		no.Mode = history.ModePKIMismatch
 		no.APIError = secErr.Error()
+	case history.Classify(secErr) == history.FailureCertificateTime:
+		no.Mode = history.ModeCertificateTime
+		no.APIError = secErr.Error()
 	case history.Classify(secErr) == history.FailureUnknownAuthority:
 		// A node still presenting its maintenance certificate whose
 		// insecure API just went away is switching to mutual TLS: what

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
@@ -33,6 +34,11 @@ const (
 	// client's CA (a talosconfig of other secrets, or a node still in
 	// maintenance): "x509: certificate signed by unknown authority".
 	FailureUnknownAuthority Failure = "unknown-authority"
+	// FailureCertificateTime: a certificate is outside its validity by the
+	// clock of the side that checked it (a clock that is off, talos #6462):
+	// "x509: certificate has expired or is not yet valid", or, when the node
+	// refused the client's, the alert "tls: expired certificate".
+	FailureCertificateTime Failure = "certificate-time"
 	// FailureNoAnswer: the call went out and no answer came back (deadline,
 	// reset, EOF): the node may have acted.
 	FailureNoAnswer Failure = "no-answer"
@@ -85,6 +91,8 @@ func Classify(err error) Failure {
 		return FailureCertificateRequired
 	case strings.Contains(msg, "certificate signed by unknown authority"):
 		return FailureUnknownAuthority
+	case strings.Contains(msg, certificateTimeText) || strings.Contains(msg, "tls: expired certificate"):
+		return FailureCertificateTime
 	}
 
 	switch s.Code() {
@@ -160,4 +168,27 @@ func sameService(a, b *Service) bool {
 
 	return a.State == b.State && a.Message == b.Message && a.Healthy == b.Healthy && a.HealthUnknown == b.HealthUnknown &&
 		a.HealthMessage == b.HealthMessage && a.Restarts == b.Restarts && a.Started.Equal(b.Started)
+}
+
+// certificateTimeText is crypto/x509's CertificateInvalidError for a
+// certificate outside its validity (Reason Expired).
+const certificateTimeText = "x509: certificate has expired or is not yet valid: "
+
+// certificateTimeRE reads its detail: "current time T is before|after B"
+// (T and B in RFC 3339).
+var certificateTimeRE = regexp.MustCompile(regexp.QuoteMeta(certificateTimeText) + `current time (\S+) is (before|after) (\S+?)"?$`)
+
+// CertificateTime reads an error text of a certificate outside its
+// validity: the checker's time, the bound it is before or after (the
+// certificate's NotBefore or NotAfter), and which.
+func CertificateTime(text string) (now, bound time.Time, before, ok bool) {
+	m := certificateTimeRE.FindStringSubmatch(text)
+	if m == nil {
+		return time.Time{}, time.Time{}, false, false
+	}
+
+	now, err1 := time.Parse(time.RFC3339, m[1])
+	bound, err2 := time.Parse(time.RFC3339, m[3])
+
+	return now, bound, m[2] == "before", err1 == nil && err2 == nil
 }

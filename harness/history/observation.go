@@ -18,6 +18,10 @@ const (
 	ModeMaintenance = "maintenance" // the insecure client works
 	ModeConfigured  = "configured"  // the talosconfig client works
 	ModePKIMismatch = "pki-mismatch"
+	// ModeCertificateTime: configured (the insecure client is refused), but
+	// the talosconfig client and the node do not take each other's
+	// certificate as valid now: one side's clock is off.
+	ModeCertificateTime = "certificate-time"
 )
 
 // Service is a Talos service as ServiceList shows it.
@@ -104,6 +108,15 @@ type NodeObservation struct {
 // Talos writes none when no address of the node's is in
 // cluster.etcd.advertisedSubnets (controllers/etcd/spec.go).
 const WaitingForEtcdSpec = "Waiting for etcd spec"
+
+// WaitsForTimeSync reports whether a service's Waiting message names the
+// time sync among what it waits for ("Waiting for time sync", or with other
+// conditions: conditions.WaitForAll's String joins them with ", ").
+func WaitsForTimeSync(msg string) bool {
+	conds, ok := strings.CutPrefix(msg, "Waiting for ")
+
+	return ok && slices.Contains(strings.Split(conds, ", "), "time sync")
+}
 
 // APIServer is a control plane's Kubernetes API server as a client sees it
 // through the node's address, with the cluster's admin kubeconfig.

@@ -24,8 +24,8 @@ type Known struct {
 }
 
 var (
-	modes       = []string{ModeUnknown, ModeDown, ModeMaintenance, ModeConfigured, ModePKIMismatch}
-	failures    = []Failure{FailureNone, FailureRefused, FailureNoConnection, FailureCertificateRequired, FailureUnknownAuthority, FailureNoAnswer}
+	modes       = []string{ModeUnknown, ModeDown, ModeMaintenance, ModeConfigured, ModePKIMismatch, ModeCertificateTime}
+	failures    = []Failure{FailureNone, FailureRefused, FailureNoConnection, FailureCertificateRequired, FailureUnknownAuthority, FailureCertificateTime, FailureNoAnswer}
 	faultPhases = []string{FaultStarted, FaultStopped, FaultFailed}
 	logSources  = []string{LogMachined, LogEtcd}
 	clients     = []string{ClientInsecure, ClientTalosconfig}

@@ -35,8 +35,9 @@ func pkiMismatch(ev *Evidence) []result.Diagnosis {
 
 	// A client whose talosconfig calls keep failing with "unknown authority" on a
 	// node that is configured (the observer's talosconfig works there) has a
-	// talosconfig from other secrets. A failure followed by a success was only
-	// the node still switching out of maintenance.
+	// talosconfig from other secrets. A failure followed by an answer of the
+	// node's (a success, or an error of its own: TLS worked) was only the
+	// node still switching out of maintenance.
 	for _, n := range ev.Final.Ordered() {
 		if n.Mode != history.ModeConfigured {
 			continue
@@ -49,7 +50,7 @@ func pkiMismatch(ev *Evidence) []result.Diagnosis {
 			case c.Node != n.Name || c.Client != history.ClientTalosconfig:
 			case c.Failure == history.FailureUnknownAuthority:
 				last = &c
-			case c.OK():
+			case c.Failure == history.FailureNone:
 				last = nil
 			}
 		}

@@ -47,6 +47,10 @@ type Evidence struct {
 	// SpecWaiting is, per node, since when its etcd service has been
 	// waiting for its etcd spec alone, as long as it still is.
 	SpecWaiting map[string]time.Duration
+	// TimeWaiting is, per node, since when its etcd or kubelet service has
+	// been waiting for the time sync, with the last look's service, as long
+	// as it still is.
+	TimeWaiting map[string]ServiceAt
 	EtcdCrashes map[string][]ServiceAt
 	restarts    map[string]int // the restart count of the last look, per node
 

@@ -54,6 +54,7 @@ func NewEvidence(h history.History, opts Options) *Evidence {
 		startedAt:      map[string]time.Duration{},
 		EtcdFailed:     map[string]ServiceAt{},
 		SpecWaiting:    map[string]time.Duration{},
+		TimeWaiting:    map[string]ServiceAt{},
 		EtcdCrashes:    map[string][]ServiceAt{},
 		restarts:       map[string]int{},
 		mode:           map[string]string{},
@@ -98,6 +99,7 @@ func (ev *Evidence) Apply(e history.Entry) {
 		n := e.Observed
 
 		ev.etcdService(n, e.At())
+		ev.timeWaiting(n, e.At())
 		ev.modeChange(n, e.At())
 		ev.memberships()
 		ev.prevAt = e.At()
@@ -201,6 +203,29 @@ func (ev *Evidence) etcdService(n *history.NodeObservation, at time.Duration) {
 		}
 	case s.Restarts > 0 || strings.Contains(s.Message, history.RestartForever):
 		ev.etcdRestarts(n.Name, s, at)
+	}
+}
+
+// timeWaiting notes a look at a node whose etcd or kubelet service waits
+// for the time sync (its Waiting message names "time sync": services/etcd.go
+// and kubelet.go Condition).
+func (ev *Evidence) timeWaiting(n *history.NodeObservation, at time.Duration) {
+	for _, s := range []*history.Service{n.Etcd, n.Kubelet} {
+		if s != nil && s.State == "Waiting" && history.WaitsForTimeSync(s.Message) {
+			// Since the first look; what it waits for as the last says.
+			if w, ok := ev.TimeWaiting[n.Name]; ok {
+				at = w.At
+			}
+
+			ev.TimeWaiting[n.Name] = ServiceAt{Service: *s, At: at}
+
+			return
+		}
+	}
+
+	// A look at a node that does not answer says nothing of its services.
+	if n.Mode == history.ModeConfigured {
+		delete(ev.TimeWaiting, n.Name)
 	}
 }
 

@@ -302,11 +302,15 @@ func (r *Resilient) bootstrap(ctx context.Context, env *Env, n target.Node) erro
 	}
 	defer sec.Close() //nolint:errcheck
 
+	// unanswered: a Bootstrap got no answer and may have taken effect.
+	unanswered := false
+
 	// A node that just left maintenance refuses Bootstrap with
 	// FailedPrecondition "bootstrap is not available yet" until its CRI is up
-	// (v1alpha1_server.go Bootstrap, IsBootstrapAllowed): the wait is
-	// expected, told as the condition's state (the call is in the history
-	// all the same), not as an error.
+	// (v1alpha1_server.go Bootstrap, IsBootstrapAllowed), or "time is not in
+	// sync yet" until its time syncs: the wait is expected, told as the
+	// condition's state (the call is in the history all the same), not as
+	// an error.
 	return env.wait(ctx, condition{what: n.Name + " to accept Bootstrap", node: n.Name, log: true, every: 5 * time.Second, check: func(ctx context.Context, _ int) error {
 		callCtx, cancel := context.WithTimeout(ctx, env.callTimeout())
 		err := sec.Bootstrap(callCtx, &machine.BootstrapRequest{})
@@ -318,13 +322,17 @@ func (r *Resilient) bootstrap(ctx context.Context, env *Env, n target.Node) erro
 		}
 
 		switch status.Code(err) {
-		case codes.OK, codes.AlreadyExists:
+		case codes.OK:
 			return nil
+		case codes.AlreadyExists:
+			return r.alreadyBootstrapped(ctx, env, n, unanswered)
 		case codes.InvalidArgument, codes.Unimplemented, codes.PermissionDenied:
 			return stop(fmt.Errorf("bootstrap %s: %w", n.Name, err))
 		case codes.FailedPrecondition:
 			return fmt.Errorf("Bootstrap %s: %s", n.Name, status.Convert(err).Message())
 		}
+
+		unanswered = unanswered || history.Classify(err).MayHaveActed()
 
 		return err
 	}})

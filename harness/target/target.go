@@ -99,6 +99,11 @@ const (
 	// Talos API, as an operator does; any target whose control planes
 	// answer the Talos API can.
 	EtcdMembership Capability = "etcd-membership"
+	// HoldTimeUnsynced keeps a node's time servers from answering: its time
+	// does not sync.
+	HoldTimeUnsynced Capability = "time-unsynced"
+	// OffsetClock sets a node's clock off from the true time.
+	OffsetClock Capability = "clock-offset"
 )
 
 // Target provisions clusters.
@@ -282,4 +287,15 @@ func EtcdRPC(rpc string) bool { return rpc == "MemberAddAsLearner" || rpc == "Me
 // APIFaults is implemented by clusters that intercept API calls.
 type APIFaults interface {
 	InterceptAPI(ctx context.Context, node string, f APIFault) (Heal, error)
+}
+
+// Clocks is implemented by clusters that act on a node's clock and its time
+// sync.
+type Clocks interface {
+	// HoldTimeUnsynced keeps the node's time servers from answering until
+	// healed: the node's time does not sync.
+	HoldTimeUnsynced(ctx context.Context, node string) (Heal, error)
+	// OffsetClock sets the node's clock offset from the true time (negative:
+	// behind) until healed.
+	OffsetClock(ctx context.Context, node string, offset time.Duration) (Heal, error)
 }
