@@ -212,10 +212,11 @@ func (n *Node) probe(ctx context.Context, k *kubelet, component string) {
 
 	client := &http.Client{
 		Timeout: kubeRequestTimeout,
-		// kubelet's HTTPS probes do not verify the server's certificate.
-		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec // as kubelet probes
+		// kubelet's HTTPS probes do not verify the server's certificate,
+		// and open a connection per probe (pkg/probe/http: DisableKeepAlives),
+		// so none is left behind when the probing ends.
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, DisableKeepAlives: true}, //nolint:gosec // as kubelet probes
 	}
-	defer client.CloseIdleConnections()
 
 	url := "https://" + net.JoinHostPort(n.loopbackTwin(), strconv.Itoa(port)) + path
 	ready := false
