@@ -71,7 +71,7 @@ func TestScenarios(t *testing.T) {
 // client did what the expect block says.
 var _ = Describe("built-in scenario", func() {
 	for _, name := range scenarios.Names() {
-		It(name, func(ctx SpecContext) {
+		It(name, heavy(name), func(ctx SpecContext) {
 			data, file, err := scenarios.Read(name)
 			Expect(err).NotTo(HaveOccurred())
 
@@ -396,6 +396,22 @@ func explain(res *result.Result) string {
 	}
 
 	return b.String()
+}
+
+// heavy runs a built-in with Kubernetes alone when the suite runs in
+// parallel processes (make test): its nine control-plane processes and
+// kubelets load a 2-core machine by themselves.
+func heavy(name string) any {
+	data, file, err := scenarios.Read(name)
+	if err != nil {
+		return Offset(0)
+	}
+
+	if sc, err := chaos.Parse(file, data); err == nil && sc.Cluster.Kubernetes {
+		return Serial
+	}
+
+	return Offset(0)
 }
 
 // skipWithoutKubernetes skips a scenario with Kubernetes, saying why, where
