@@ -407,7 +407,9 @@ func heavy(name string) any {
 		return Offset(0)
 	}
 
-	if sc, err := chaos.Parse(file, data); err == nil && sc.Cluster.Kubernetes {
+	// And one with cluster.network: the processes share one namespace,
+	// where two such runs would want the same addresses.
+	if sc, err := chaos.Parse(file, data); err == nil && (sc.Cluster.Kubernetes || sc.Cluster.Network != nil) {
 		return Serial
 	}
 

@@ -518,7 +518,7 @@ func (c *Cluster) Resolve(t string) (string, bool, bool) {
 	}
 
 	for name, ip := range c.peers {
-		if ip == t || name == t {
+		if ip == t || name == t || slices.ContainsFunc(c.netAddrs[name], func(a scenario.Address) bool { return a.Addr.String() == t }) {
 			return net.JoinHostPort(ip, strconv.Itoa(apiPort)), false, true
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/talchaos/talchaos/harness/clock"
 	"github.com/talchaos/talchaos/harness/scenario"
 	"github.com/talchaos/talchaos/harness/scratch"
+	"github.com/talchaos/talchaos/sim/netns"
 )
 
 // NodeSpec is one simulated node run on its own, as a process (`talchaos
@@ -77,6 +78,9 @@ func NewNodeProcess(ctx context.Context, spec NodeSpec) (_ *Cluster, err error) 
 		sc: sc, profile: profile, clock: clock.New(scale), seed: spec.Seed, configs: map[string][]byte{},
 		dir: spec.Dir, keepDir: true, bundle: spec.Bundle, peers: spec.Nodes, single: true,
 		discovery: &discoveryClient{base: spec.Discovery},
+		// cluster.network's addresses: Docker gave this container one per
+		// subnet; the further ones it puts on its loopback (addFurther).
+		netAddrs: sc.Cluster.NodeAddresses(),
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 
@@ -120,6 +124,14 @@ func NewNodeProcess(ctx context.Context, spec NodeSpec) (_ *Cluster, err error) 
 
 	if err = n.newGate(); err != nil {
 		return nil, fmt.Errorf("peer gate: %w", err)
+	}
+
+	if err = c.addFurther(n); err != nil {
+		return nil, err
+	}
+
+	if err = n.startRelays(); err != nil {
+		return nil, err
 	}
 
 	c.wg.Go(c.runWorkload)
@@ -174,4 +186,43 @@ func (n *Node) saveState() {
 	case n.registered <- struct{}{}:
 	default:
 	}
+}
+
+// addFurther puts the node's further addresses (cluster.nodes.*.addresses:
+// host addresses, an announced loopback) on its container's loopback and
+// routes the other nodes' routed ones through their address of the same
+// family, as the operator's routers announce them; an unrouted one has no
+// route here.
+func (c *Cluster) addFurther(n *Node) error {
+	for name, addrs := range c.netAddrs {
+		for _, a := range addrs {
+			if a.Bits != a.Addr.BitLen() {
+				continue // an address in a subnet: Docker's
+			}
+
+			if name == n.name {
+				if err := netns.AddAddress(a.Addr); err != nil {
+					return err
+				}
+
+				continue
+			}
+
+			if a.Unrouted {
+				continue
+			}
+
+			for _, via := range addrs {
+				if via.Bits != via.Addr.BitLen() && via.Addr.Is4() == a.Addr.Is4() {
+					if err := netns.AddRoute(a.Addr, via.Addr); err != nil {
+						return fmt.Errorf("routing %s's %s: %w", name, a.Addr, err)
+					}
+
+					break
+				}
+			}
+		}
+	}
+
+	return nil
 }

@@ -117,8 +117,10 @@ func (n *Node) startVIP(boot context.Context) {
 // runVIP campaigns for the config's shared IP for as long as the boot
 // lasts, as the VIP operator does.
 func (n *Node) runVIP(ctx context.Context) {
+	// Served in the run's own namespace (the sim with cluster.network); a
+	// node process in a container does not take one yet.
 	ip, link, ok := vipOf(n.Config())
-	if !ok || n.c.netAddrs == nil {
+	if !ok || n.c.netAddrs == nil || n.c.single {
 		return
 	}
 

@@ -47,8 +47,11 @@ const (
 type node struct {
 	name string
 	ip   string
-	role target.Role
-	ctr  *testcontainers.DockerContainer
+	// addrs are every address of the node, ip first (cluster.network's;
+	// a partition cuts them all).
+	addrs []string
+	role  target.Role
+	ctr   *testcontainers.DockerContainer
 }
 
 // Cluster is a provisioned set of node containers. It implements
@@ -117,23 +120,44 @@ func newCluster(ctx context.Context, sc *scenario.Scenario, opts target.Options,
 		return nil, err
 	}
 
-	prefix, err := c.createNetwork(ctx)
-	if err != nil {
-		return nil, err
-	}
-
-	gateway := prefix.Addr().Next()
-	c.gateway = gateway.String()
 	names := sc.Cluster.NodeNames()
 	ips := map[string]string{}
-	addr := gateway
 
-	for _, name := range names {
-		addr = addr.Next()
-		ips[name] = addr.String()
+	var (
+		gateway  netip.Addr
+		endpoint string
+	)
+
+	if sc.Cluster.Network != nil {
+		if gateway, err = c.createOperatorNetwork(ctx); err != nil {
+			return nil, err
+		}
+
+		for name, addrs := range sc.Cluster.NodeAddresses() {
+			ips[name] = addrs[0].Addr.String()
+		}
+
+		endpoint = "https://" + net.JoinHostPort(sc.Cluster.Network.EndpointAddr().String(), "6443")
+	} else {
+		prefix, err := c.createNetwork(ctx)
+		if err != nil {
+			return nil, err
+		}
+
+		gateway = prefix.Addr().Next()
+		addr := gateway
+
+		for _, name := range names {
+			addr = addr.Next()
+			ips[name] = addr.String()
+		}
+
+		endpoint = fmt.Sprintf("https://%s:6443", gateway)
 	}
 
-	if c.cfgs, err = sim.GenerateConfigs(sc, profile, ips, fmt.Sprintf("https://%s:6443", gateway)); err != nil {
+	c.gateway = gateway.String()
+
+	if c.cfgs, err = sim.GenerateConfigs(sc, profile, ips, endpoint); err != nil {
 		return nil, err
 	}
 
@@ -213,6 +237,90 @@ func (c *Cluster) createNetwork(ctx context.Context) (netip.Prefix, error) {
 	return netip.Prefix{}, fmt.Errorf("no free 10.213.N.0/24 for the network: %w", last)
 }
 
+// createOperatorNetwork makes the run's bridge network on cluster.network's
+// subnets (IPv6 enabled), each with a gateway (the host's address on it) at
+// an address no node or endpoint has, and returns the first subnet's
+// gateway. Another run holding the same subnets is waited for.
+func (c *Cluster) createOperatorNetwork(ctx context.Context) (netip.Addr, error) {
+	taken := map[netip.Addr]bool{c.sc.Cluster.Network.EndpointAddr(): true}
+
+	for _, addrs := range c.sc.Cluster.NodeAddresses() {
+		for _, a := range addrs {
+			taken[a.Addr] = true
+		}
+	}
+
+	var (
+		ipam  []network.IPAMConfig
+		first netip.Addr
+	)
+
+	for _, s := range c.sc.Cluster.Network.Addresses {
+		p := netip.MustParsePrefix(s).Masked()
+
+		gw, ok := freeGateway(p, taken)
+		if !ok {
+			return netip.Addr{}, fmt.Errorf("cluster.network: no address left in %s for the host's end of the Docker network", p)
+		}
+
+		if !first.IsValid() {
+			first = gw
+		}
+
+		ipam = append(ipam, network.IPAMConfig{Subnet: p, Gateway: gw})
+	}
+
+	for {
+		nw, err := tcnetwork.New(ctx,
+			tcnetwork.WithLabels(maps.Clone(c.labels)),
+			tcnetwork.WithEnableIPv6(),
+			tcnetwork.WithIPAM(&network.IPAM{Driver: "default", Config: ipam}),
+		)
+		if err == nil {
+			c.net = nw
+
+			return first, nil
+		}
+
+		if !strings.Contains(err.Error(), "overlap") {
+			return netip.Addr{}, fmt.Errorf("creating the network: %w", err)
+		}
+
+		// Another run of a scenario with these subnets: its turn first.
+		select {
+		case <-ctx.Done():
+			return netip.Addr{}, fmt.Errorf("waiting for another run's Docker network on %v: %w", c.sc.Cluster.Network.Addresses, context.Cause(ctx))
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// freeGateway is the highest host address of p no node or endpoint has
+// (below IPv4's broadcast address).
+func freeGateway(p netip.Prefix, taken map[netip.Addr]bool) (netip.Addr, bool) {
+	b := p.Addr().AsSlice()
+	host := p.Addr().BitLen() - p.Bits()
+
+	for i := len(b) - 1; i >= 0 && host > 0; i-- {
+		bits := min(host, 8)
+		b[i] |= byte(1<<bits - 1)
+		host -= bits
+	}
+
+	last, _ := netip.AddrFromSlice(b)
+	if p.Addr().Is4() {
+		last = last.Prev() // the broadcast address
+	}
+
+	for a := last; p.Contains(a) && a != p.Addr(); a = a.Prev() {
+		if !taken[a] {
+			return a, true
+		}
+	}
+
+	return netip.Addr{}, false
+}
+
 // serveDiscovery runs the cluster's discovery registry on the network's
 // gateway, where every container reaches the host.
 func (c *Cluster) serveDiscovery(gateway netip.Addr, names []string) (string, error) {
@@ -255,8 +363,18 @@ func (c *Cluster) startNodes(ctx context.Context, seed int64, names []string, ip
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(8)
 
+	netAddrs := c.sc.Cluster.NodeAddresses()
+
 	for i, name := range names {
-		n := &node{name: name, ip: ips[name], role: target.Worker}
+		n := &node{name: name, ip: ips[name], addrs: []string{ips[name]}, role: target.Worker}
+
+		if addrs := netAddrs[name]; addrs != nil {
+			n.addrs = nil
+			for _, a := range addrs {
+				n.addrs = append(n.addrs, a.Addr.String())
+			}
+		}
+
 		if scenario.IsControlPlane(name) {
 			n.role = target.ControlPlane
 		}
@@ -284,7 +402,7 @@ func (c *Cluster) startNodes(ctx context.Context, seed int64, names []string, ip
 						m[c.net.Name] = &network.EndpointSettings{}
 					}
 
-					m[c.net.Name].IPAMConfig = &network.EndpointIPAMConfig{IPv4Address: netip.MustParseAddr(n.ip)}
+					m[c.net.Name].IPAMConfig = endpointIPAM(n.ip, netAddrs[name])
 				},
 				WaitingFor: wait.ForLog("serving the Talos API").WithStartupTimeout(2 * time.Minute),
 			}
@@ -317,13 +435,38 @@ func (c *Cluster) startNodes(ctx context.Context, seed int64, names []string, ip
 	return g.Wait()
 }
 
+// endpointIPAM is a node's addresses on the run's network: its one IPv4
+// address, or its address in each of cluster.network's subnets (one per
+// family: Check).
+func endpointIPAM(ip string, addrs []scenario.Address) *network.EndpointIPAMConfig {
+	if addrs == nil {
+		return &network.EndpointIPAMConfig{IPv4Address: netip.MustParseAddr(ip)}
+	}
+
+	cfg := &network.EndpointIPAMConfig{}
+
+	for _, a := range addrs {
+		if a.Bits == a.Addr.BitLen() {
+			continue // a further host address: the node puts it on lo
+		}
+
+		if a.Addr.Is4() {
+			cfg.IPv4Address = a.Addr
+		} else {
+			cfg.IPv6Address = a.Addr
+		}
+	}
+
+	return cfg
+}
+
 // Nodes implements target.Cluster.
 func (c *Cluster) Nodes() []target.Node {
 	out := make([]target.Node, 0, len(c.nodes))
 
 	for _, n := range c.nodes {
 		out = append(out, target.Node{
-			Name: n.name, Role: n.role, Address: n.ip, Hostname: sim.ConfigHostname(n.name, c.cfgs.Machine[n.name]),
+			Name: n.name, Role: n.role, Address: n.ip, Addresses: n.addrs[1:], Hostname: sim.ConfigHostname(n.name, c.cfgs.Machine[n.name]),
 			Endpoint: net.JoinHostPort(n.ip, "50000"),
 			Config:   bytes.Clone(c.cfgs.Machine[n.name]),
 		})

@@ -192,7 +192,10 @@ func (c *Cluster) cut(ctx context.Context, a, b []*node, delta int) error {
 	for _, x := range a {
 		for _, y := range b {
 			for _, p := range [][2]*node{{x, y}, {y, x}} {
-				c.addDrop(p[0], p[1].ip, delta)
+				for _, addr := range p[1].addrs {
+					c.addDrop(p[0], addr, delta)
+				}
+
 				touched[p[0]] = true
 			}
 		}

@@ -12,23 +12,27 @@ import (
 // namespace.
 const nftTable = "talchaos"
 
-// SetDropped makes the kernel drop every packet to and from the given
-// addresses in the calling process's network namespace (nftables, through
+// SetDropped makes the kernel drop every packet to and from the given IPv4
+// and IPv6 addresses in the calling process's network namespace (nftables, through
 // netlink: the image has no iptables), replacing what an earlier call set;
 // none clears it. The container target runs it inside a node's container
 // (`talchaos node-net`, which needs CAP_NET_ADMIN) to cut the node from
 // others: packets are really dropped, both ways, and established connections
 // go silent as on a real partition.
 func SetDropped(addrs []string) error {
-	ips := make([]netip.Addr, 0, len(addrs))
+	var v4, v6 []netip.Addr
 
 	for _, a := range addrs {
 		ip, err := netip.ParseAddr(a)
-		if err != nil || !ip.Is4() {
-			return fmt.Errorf("not an IPv4 address: %q", a)
+		if err != nil {
+			return fmt.Errorf("not an IP address: %q", a)
 		}
 
-		ips = append(ips, ip)
+		if ip.Is4() {
+			v4 = append(v4, ip)
+		} else {
+			v6 = append(v6, ip)
+		}
 	}
 
 	c, err := nftables.New()
@@ -36,32 +40,44 @@ func SetDropped(addrs []string) error {
 		return err
 	}
 
-	tables, err := c.ListTablesOfFamily(nftables.TableFamilyIPv4)
-	if err != nil {
-		return fmt.Errorf("nftables: %w", err)
-	}
-
-	for _, t := range tables {
-		if t.Name == nftTable {
-			c.DelTable(t)
+	// The source and destination addresses' offsets and length in each
+	// family's header.
+	for _, fam := range []struct {
+		family        nftables.TableFamily
+		ips           []netip.Addr
+		src, dst, len uint32
+	}{
+		{nftables.TableFamilyIPv4, v4, 12, 16, 4},
+		{nftables.TableFamilyIPv6, v6, 8, 24, 16},
+	} {
+		tables, err := c.ListTablesOfFamily(fam.family)
+		if err != nil {
+			return fmt.Errorf("nftables: %w", err)
 		}
-	}
 
-	if len(ips) > 0 {
-		t := c.AddTable(&nftables.Table{Family: nftables.TableFamilyIPv4, Name: nftTable})
+		for _, t := range tables {
+			if t.Name == nftTable {
+				c.DelTable(t)
+			}
+		}
 
-		for hook, offset := range map[*nftables.ChainHook]uint32{nftables.ChainHookInput: 12, nftables.ChainHookOutput: 16} {
+		if len(fam.ips) == 0 {
+			continue
+		}
+
+		t := c.AddTable(&nftables.Table{Family: fam.family, Name: nftTable})
+
+		for hook, offset := range map[*nftables.ChainHook]uint32{nftables.ChainHookInput: fam.src, nftables.ChainHookOutput: fam.dst} {
 			ch := c.AddChain(&nftables.Chain{
 				Name: fmt.Sprintf("hook%d", *hook), Table: t, Type: nftables.ChainTypeFilter,
 				Hooknum: hook, Priority: nftables.ChainPriorityFilter,
 			})
 
-			for _, ip := range ips {
-				b := ip.As4()
+			for _, ip := range fam.ips {
 				c.AddRule(&nftables.Rule{Table: t, Chain: ch, Exprs: []expr.Any{
-					// source address (input) or destination address (output) of the IPv4 header
-					&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: offset, Len: 4},
-					&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: b[:]},
+					// source address (input) or destination address (output) of the header
+					&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: offset, Len: fam.len},
+					&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: ip.AsSlice()},
 					&expr.Verdict{Kind: expr.VerdictDrop},
 				}})
 			}

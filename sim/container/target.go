@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 
 	tclog "github.com/testcontainers/testcontainers-go/log"
@@ -81,6 +82,23 @@ func (t Target) ClockFloors(sc *scenario.Scenario) []target.ClockFloor {
 func (Target) Check(sc *scenario.Scenario) error {
 	if sc.Cluster.Kubernetes {
 		return errors.New("cluster.kubernetes: the container target does not run Kubernetes yet (the sim target does)")
+	}
+
+	if n := sc.Cluster.Network; n != nil {
+		families := map[bool]bool{}
+
+		for _, a := range n.Addresses {
+			p, err := netip.ParsePrefix(a)
+			if err != nil {
+				continue // the scenario's own check names it
+			}
+
+			if families[p.Addr().Is4()] {
+				return errors.New("cluster.network: the container target gives a node one IPv4 and one IPv6 address on its Docker network, so at most one subnet of each family")
+			}
+
+			families[p.Addr().Is4()] = true
+		}
 	}
 
 	return sim.CheckPatches(sc)

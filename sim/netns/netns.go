@@ -285,3 +285,14 @@ func Main(run func() int) int {
 
 	return code
 }
+
+// AddRoute routes addr (a host address) through via, a neighbour on a
+// directly connected network.
+func AddRoute(addr, via netip.Addr) error {
+	r := &netlink.Route{Dst: netlinkNet(netip.PrefixFrom(addr, addr.BitLen())), Gw: via.AsSlice()}
+	if err := netlink.RouteReplace(r); err != nil {
+		return fmt.Errorf("routing %s through %s: %w", addr, via, err)
+	}
+
+	return nil
+}
