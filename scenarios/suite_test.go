@@ -40,8 +40,10 @@ func TestMain(m *testing.M) { os.Exit(netns.Main(m.Run)) }
 func TestScenarios(t *testing.T) {
 	// No run may leave a goroutine behind (etcd members, proxies, API servers, observers).
 	defer goleak.VerifyNone(t,
-		// Ginkgo's own signal watcher lives as long as the process.
+		// Ginkgo's own signal watcher lives as long as the process, and in
+		// parallel processes (make test) its watch of the CLI's abort.
 		goleak.IgnoreTopFunction("github.com/onsi/ginkgo/v2/internal/interrupt_handler.(*InterruptHandler).registerForInterrupts.func2"),
+		goleak.IgnoreTopFunction("github.com/onsi/ginkgo/v2/internal/interrupt_handler.(*InterruptHandler).registerForInterrupts.func1"),
 		// toxiproxy v2.12 leaks a link's toxic chain when writing to a closed
 		// destination fails while a toxic still holds data (link.go stops
 		// reading its output); nothing outside toxiproxy can unblock them.
