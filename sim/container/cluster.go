@@ -5,6 +5,7 @@ import (
 	"context"
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -15,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/moby/moby/api/types/container"
@@ -239,8 +241,8 @@ func (c *Cluster) createNetwork(ctx context.Context) (netip.Prefix, error) {
 
 // createOperatorNetwork makes the run's bridge network on cluster.network's
 // subnets (IPv6 enabled), each with a gateway (the host's address on it) at
-// an address no node or endpoint has, and returns the first subnet's
-// gateway. Another run holding the same subnets is waited for.
+// its lowest address no node or endpoint has, and returns the gateway the
+// discovery registry listens on (IPv4's when there is one). Another run holding the same subnets is waited for.
 func (c *Cluster) createOperatorNetwork(ctx context.Context) (netip.Addr, error) {
 	taken := map[netip.Addr]bool{c.sc.Cluster.Network.EndpointAddr(): true}
 
@@ -263,7 +265,9 @@ func (c *Cluster) createOperatorNetwork(ctx context.Context) (netip.Addr, error)
 			return netip.Addr{}, fmt.Errorf("cluster.network: no address left in %s for the host's end of the Docker network", p)
 		}
 
-		if !first.IsValid() {
+		// The registry listens on the host's IPv4 end when there is one:
+		// an IPv6 address on a new bridge is tentative for a while.
+		if !first.IsValid() || gw.Is4() && !first.Is4() {
 			first = gw
 		}
 
@@ -295,24 +299,10 @@ func (c *Cluster) createOperatorNetwork(ctx context.Context) (netip.Addr, error)
 	}
 }
 
-// freeGateway is the highest host address of p no node or endpoint has
-// (below IPv4's broadcast address).
+// freeGateway is the lowest host address of p no node or endpoint has
+// (Docker's address pool for a large IPv6 subnet does not reach its top).
 func freeGateway(p netip.Prefix, taken map[netip.Addr]bool) (netip.Addr, bool) {
-	b := p.Addr().AsSlice()
-	host := p.Addr().BitLen() - p.Bits()
-
-	for i := len(b) - 1; i >= 0 && host > 0; i-- {
-		bits := min(host, 8)
-		b[i] |= byte(1<<bits - 1)
-		host -= bits
-	}
-
-	last, _ := netip.AddrFromSlice(b)
-	if p.Addr().Is4() {
-		last = last.Prev() // the broadcast address
-	}
-
-	for a := last; p.Contains(a) && a != p.Addr(); a = a.Prev() {
+	for a := p.Addr().Next(); p.Contains(a); a = a.Next() {
 		if !taken[a] {
 			return a, true
 		}
@@ -324,7 +314,21 @@ func freeGateway(p netip.Prefix, taken map[netip.Addr]bool) (netip.Addr, bool) {
 // serveDiscovery runs the cluster's discovery registry on the network's
 // gateway, where every container reaches the host.
 func (c *Cluster) serveDiscovery(gateway netip.Addr, names []string) (string, error) {
-	l, err := net.Listen("tcp", net.JoinHostPort(gateway.String(), "0"))
+	// An IPv6 address on a bridge just made is tentative until duplicate
+	// address detection is done (a second or two).
+	var (
+		l   net.Listener
+		err error
+	)
+
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if l, err = net.Listen("tcp", net.JoinHostPort(gateway.String(), "0")); err == nil || time.Now().After(deadline) || !errors.Is(err, syscall.EADDRNOTAVAIL) {
+			break
+		}
+
+		time.Sleep(100 * time.Millisecond)
+	}
+
 	if err != nil {
 		return "", fmt.Errorf("discovery registry: %w", err)
 	}
