@@ -303,7 +303,7 @@ func (n *Node) runKWOK(ctx context.Context, kl *kubecp.Kubelet) {
 	defer logf.Close() //nolint:errcheck
 
 	restart(ctx, kubeletRestart, kubeletRestart, func() {
-		if err := n.runProcess(ctx, n.c.kube.Kwok, kl.Args, []string{"HOME=" + kl.Home}, logf, nil); err != nil && ctx.Err() == nil {
+		if err := n.runProcess(ctx, n.c.kube.Kwok, kl.Args, append([]string{"HOME=" + kl.Home}, memoryLimit("kwok")...), logf, nil); err != nil && ctx.Err() == nil {
 			fmt.Fprintf(logf, "talchaos: kwok exited: %v\n", err) //nolint:errcheck
 		}
 	})
