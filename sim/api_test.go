@@ -37,6 +37,28 @@ func newScenario(cps int) *scenario.Scenario {
 	}
 }
 
+// applyAndBootstrap applies every node's config through the maintenance
+// API, then bootstraps etcd through the talosconfig client at endpoint,
+// which it returns.
+func applyAndBootstrap(t *testing.T, ctx context.Context, c *sim.Cluster, endpoint string) *client.Client {
+	t.Helper()
+
+	for _, n := range c.Nodes() {
+		apply(t, ctx, n)
+	}
+
+	cl, err := talosclient.WithConfig(ctx, c.Talosconfig(), endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Cleanup(func() { cl.Close() }) //nolint:errcheck
+
+	eventually(t, 30*time.Second, func() error { return cl.Bootstrap(ctx, &machine.BootstrapRequest{}) })
+
+	return cl
+}
+
 // eventually polls f until it returns nil or the deadline passes.
 func eventually(t *testing.T, timeout time.Duration, f func() error) {
 	t.Helper()
@@ -211,17 +233,7 @@ func TestThreeMembersFormAndLearnerFlagsMatchEtcd(t *testing.T) {
 	c := simtest.FromScenario(t, newScenario(3), 1)
 	nodes := c.Nodes()
 
-	for _, n := range nodes {
-		apply(t, ctx, n)
-	}
-
-	cl, err := talosclient.WithConfig(ctx, c.Talosconfig(), nodes[0].Endpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close() //nolint:errcheck
-
-	eventually(t, 30*time.Second, func() error { return cl.Bootstrap(ctx, &machine.BootstrapRequest{}) })
+	cl := applyAndBootstrap(t, ctx, c, nodes[0].Endpoint)
 
 	// A second bootstrap finds the data dir in use.
 	eventually(t, 30*time.Second, func() error {
@@ -451,17 +463,7 @@ func TestHostnameFromTheConfigNamesTheMember(t *testing.T) {
 	c := simtest.FromScenario(t, sc, 1)
 	nodes := c.Nodes()
 
-	for _, n := range nodes {
-		apply(t, ctx, n)
-	}
-
-	cl, err := talosclient.WithConfig(ctx, c.Talosconfig(), nodes[0].Endpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close() //nolint:errcheck
-
-	eventually(t, 30*time.Second, func() error { return cl.Bootstrap(ctx, &machine.BootstrapRequest{}) })
+	cl := applyAndBootstrap(t, ctx, c, nodes[0].Endpoint)
 
 	eventually(t, 90*time.Second, func() error {
 		resp, err := cl.EtcdMemberList(ctx, &machine.EtcdMemberListRequest{})

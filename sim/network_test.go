@@ -134,17 +134,7 @@ func TestSharedIPFollowsEtcd(t *testing.T) {
 		t.Fatalf("the shared IP before any node holds it: %v, want no route to host", err)
 	}
 
-	for _, n := range nodes {
-		apply(t, ctx, n)
-	}
-
-	cl, err := talosclient.WithConfig(ctx, c.Talosconfig(), nodes[0].Endpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close() //nolint:errcheck
-
-	eventually(t, 30*time.Second, func() error { return cl.Bootstrap(ctx, &machine.BootstrapRequest{}) })
+	cl := applyAndBootstrap(t, ctx, c, nodes[0].Endpoint)
 	eventually(t, 90*time.Second, func() error { return allVoters(ctx, cl, nodes) })
 
 	// Who answers on the shared IP, by the hostname its Talos API reports.
@@ -166,6 +156,8 @@ func TestSharedIPFollowsEtcd(t *testing.T) {
 	var first string
 
 	eventually(t, 90*time.Second, func() error {
+		var err error
+
 		first, err = holder()
 
 		return err
