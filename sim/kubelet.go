@@ -16,6 +16,7 @@ import (
 
 	"github.com/cosi-project/runtime/pkg/safe"
 	"github.com/siderolabs/talos/pkg/machinery/resources/k8s"
+	"github.com/talchaos/talchaos/harness/kubeclient"
 	"github.com/talchaos/talchaos/harness/target"
 	"github.com/talchaos/talchaos/sim/kubecp"
 	appsv1 "k8s.io/api/apps/v1"
@@ -321,12 +322,17 @@ func (k *kubelet) sync(ctx context.Context, kubeconfigPath string) {
 
 	cfg.Timeout = kubeRequestTimeout
 
+	conns := &kubeclient.Conns{}
+	cfg.Dial = conns.DialContext
+
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		k.n.machined.Printf("kubelet: %v", err)
 
 		return
 	}
+
+	defer conns.Close()
 	defer hc.CloseIdleConnections()
 
 	client, err := kubernetes.NewForConfigAndClient(cfg, hc)

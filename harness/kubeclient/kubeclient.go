@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -34,11 +35,53 @@ type Options struct {
 	OneTry bool
 }
 
-// Client is a Kubernetes client; Close closes its idle connections.
+// Client is a Kubernetes client; Close closes its connections.
 type Client struct {
 	*kubernetes.Clientset
 
-	http *http.Client
+	http  *http.Client
+	conns *Conns
+}
+
+// Conns dials and keeps every connection it made until it is closed:
+// closing an HTTP client's idle connections misses one that a request
+// ending (a watch stopped, a context cancelled) is about to give back,
+// whose reader then outlives the client.
+type Conns struct {
+	mu  sync.Mutex
+	set map[net.Conn]struct{}
+}
+
+// DialContext dials as net.Dialer does (30 s timeout and keep-alive, as
+// client-go's default transport) and keeps the connection.
+func (c *Conns) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
+	conn, err := (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext(ctx, network, address)
+	if err != nil {
+		return nil, err
+	}
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+
+	if c.set == nil {
+		c.set = map[net.Conn]struct{}{}
+	}
+
+	c.set[conn] = struct{}{}
+
+	return conn, nil
+}
+
+// Close closes every connection it made.
+func (c *Conns) Close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+
+	for conn := range c.set {
+		conn.Close() //nolint:errcheck,gosec // may be closed already
+	}
+
+	c.set = nil
 }
 
 // New makes a client from a kubeconfig. Deprecation warnings (v1 Endpoints)
@@ -65,6 +108,9 @@ func New(kubeconfig []byte, opts Options) (*Client, error) {
 		cfg.Host = "https://" + net.JoinHostPort(opts.Host, port)
 	}
 
+	conns := &Conns{}
+	cfg.Dial = conns.DialContext
+
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, err
@@ -75,13 +121,14 @@ func New(kubeconfig []byte, opts Options) (*Client, error) {
 		return nil, err
 	}
 
-	return &Client{Clientset: cs, http: hc}, nil
+	return &Client{Clientset: cs, http: hc, conns: conns}, nil
 }
 
-// Close closes the client's idle connections.
+// Close closes the client's connections.
 func (c *Client) Close() {
 	if c != nil {
 		c.http.CloseIdleConnections()
+		c.conns.Close()
 	}
 }
 
