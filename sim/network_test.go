@@ -2,6 +2,7 @@ package sim_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"slices"
@@ -222,4 +223,65 @@ func allVoters(ctx context.Context, cl *client.Client, nodes []target.Node) erro
 	}
 
 	return nil
+}
+
+// Two control planes configured with one hostname: the second to join
+// removes the first's member (Talos's addMember removes a member with its
+// own name before adding itself), and the first's etcd, removed from the
+// cluster, exits and is restarted for good (a crash loop).
+func TestDuplicateHostnames(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	sc := newScenario(3)
+	same := "apiVersion: v1alpha1\nkind: HostnameConfig\nauto: off\nhostname: solcp02\n"
+	sc.Cluster.ConfigPatches = []scenario.ConfigPatch{{Nodes: []string{"cp2", "cp3"}, Patch: same}}
+	// cp3 joins once cp2 is a voter.
+	sc.Cluster.Nodes = map[string]scenario.NodeOverride{"cp3": {EtcdImagePull: scenario.Duration{Duration: 3 * time.Minute}}}
+
+	c := simtest.FromScenario(t, sc, 1)
+	nodes := c.Nodes()
+	cl := applyAndBootstrap(t, ctx, c, nodes[0].Endpoint)
+
+	eventually(t, 90*time.Second, func() error {
+		svcs, err := cl.ServiceInfo(client.WithNode(ctx, nodes[1].Address), "etcd")
+		if err != nil {
+			return err
+		}
+
+		if len(svcs) == 0 {
+			return errors.New("cp2 lists no etcd service")
+		}
+
+		restarts := 0
+
+		for _, e := range svcs[0].Service.GetEvents().GetEvents() {
+			if strings.Contains(e.GetMsg(), "going to restart forever") {
+				restarts++
+			}
+		}
+
+		if restarts < 3 {
+			return fmt.Errorf("cp2's etcd restarted %d times, not yet in a loop", restarts)
+		}
+
+		return nil
+	})
+
+	resp, err := cl.EtcdMemberList(ctx, &machine.EtcdMemberListRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var named []string
+
+	for _, m := range resp.GetMessages()[0].GetMembers() {
+		if m.GetHostname() == "solcp02" {
+			named = append(named, strings.Join(m.GetPeerUrls(), ","))
+		}
+	}
+
+	if len(named) != 1 || !strings.Contains(named[0], nodes[2].Address) {
+		t.Errorf("members named solcp02: %v, want only cp3's (%s)", named, nodes[2].Address)
+	}
 }
