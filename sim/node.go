@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -22,9 +23,11 @@ import (
 
 	"github.com/Shopify/toxiproxy/v2"
 	"github.com/cosi-project/runtime/pkg/state"
+	"github.com/martinlindhe/base36"
 	"github.com/siderolabs/talos/pkg/machinery/api/machine"
 	"github.com/siderolabs/talos/pkg/machinery/config"
 	"github.com/siderolabs/talos/pkg/machinery/config/configloader"
+	"github.com/siderolabs/talos/pkg/machinery/nethelpers"
 	"github.com/siderolabs/talos/pkg/machinery/resources/runtime"
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -127,16 +130,38 @@ type Node struct {
 
 // Hostname implements talosapi.Backend: the applied config's hostname
 // (machine.network.hostname, or the HostnameConfig document from v1.12:
-// config.Container.NetworkHostnameConfig), else the node's name. It names the
-// etcd member and the Kubernetes Node, as on Talos. Differs: a config
-// without one gets the node's name (cp2), not Talos's stable
-// auto-hostname (talos-xxx-yyy).
+// config.Container.NetworkHostnameConfig), else the automatic one its
+// config asks for; in maintenance (no config) the node's name. It names the
+// etcd member and the Kubernetes Node, as on Talos.
 func (n *Node) Hostname() string {
-	if h := hostnameIn(n.Config()); h != "" {
+	cfg := n.Config()
+	if h := hostnameIn(cfg); h != "" {
 		return h
 	}
 
+	// HostnameConfigController's automatic hostnames
+	// (controllers/network/hostname_config.go): "stable" from the node's
+	// identity, "addr" from its default address; v1alpha1 configs without
+	// the document ask for "addr" unless machine.features.stableHostname.
+	if cfg != nil && cfg.NetworkHostnameConfig() != nil {
+		switch cfg.NetworkHostnameConfig().AutoHostname() {
+		case nethelpers.AutoHostnameKindStable:
+			return stableHostname(n.nodeID())
+		case nethelpers.AutoHostnameKindAddr:
+			return "talos-" + strings.NewReplacer(":", "", ".", "-").Replace(n.ip)
+		}
+	}
+
 	return n.name
+}
+
+// stableHostname is getStableDefault: "talos-" and two groups of three
+// characters of the base36 of the identity's hash.
+func stableHostname(nodeID string) string {
+	sum := sha256.Sum256([]byte(nodeID))
+	b36 := strings.ToLower(base36.EncodeBytes(sum[:8]))
+
+	return fmt.Sprintf("talos-%s-%s", b36[1:4], b36[4:7])
 }
 
 // hostnameIn is the static hostname a config sets, or "".
