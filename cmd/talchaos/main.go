@@ -98,17 +98,23 @@ func notifyInterrupts(parent context.Context) (context.Context, func()) {
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 
 	go func() {
-		first := true
+		var first time.Time
 
 		for s := range sigs {
-			if first {
+			if first.IsZero() {
 				cancel(&interrupted{by: signalNames[s]})
-				first = false
+				first = time.Now()
 
 				if nothingToClean.Load() {
 					go exitAfterGrace(signalNames[s])
 				}
 
+				continue
+			}
+
+			// A Ctrl-C reaches a run in its own network namespace twice:
+			// from the terminal and passed on by the talchaos above it.
+			if time.Since(first) < time.Second {
 				continue
 			}
 
