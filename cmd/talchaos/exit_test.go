@@ -82,6 +82,32 @@ func TestExitsAreClean(t *testing.T) {
 		})
 	}
 
+	// A run in a network namespace of its own (cluster.network): the signal
+	// reaches the talchaos inside, which stops its nodes and writes its
+	// report; nothing is left.
+	t.Run("run in its own network namespace/SIGINT", func(t *testing.T) {
+		tmp := privateTmp(t)
+		reportDir := filepath.Join(t.TempDir(), "report")
+
+		p := startCLI(t, bin, tmp, "run", "happy-path-ipv6", "--report-dir", reportDir)
+		p.waitFor(t, orchestratorEvent)
+
+		run := runIDIn(t, tmp)
+
+		p.signal(os.Interrupt)
+		p.wait(t, exitHarness)
+
+		if r := readReport(t, filepath.Join(reportDir, "report.json")); r.Verdict != result.Error || r.Error != "interrupted by SIGINT" {
+			t.Errorf("report verdict %q error %q", r.Verdict, r.Error)
+		}
+
+		if strings.Contains(p.stderr.String(), "still stopping") {
+			t.Errorf("the one SIGINT was taken for two:\n%s", p.stderr.String())
+		}
+
+		assertNothingLeft(t, tmp, run)
+	})
+
 	// An exec command and the child it left running die with the run.
 	t.Run("run/SIGTERM during exec", func(t *testing.T) {
 		tmp := privateTmp(t)
