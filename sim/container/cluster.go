@@ -71,9 +71,11 @@ type Cluster struct {
 	net    *testcontainers.DockerNetwork
 	// gateway is the host's address on the network.
 	gateway string
-	disco   *http.Server
-	cfgs    *sim.Configs
-	nodes   []*node
+	// hostEnds are the host's addresses on cluster.network's Docker network.
+	hostEnds []netip.Addr
+	disco    *http.Server
+	cfgs     *sim.Configs
+	nodes    []*node
 
 	ctx    context.Context //nolint:containedctx // lifetime of the cluster's background starts
 	cancel context.CancelFunc
@@ -170,6 +172,12 @@ func newCluster(ctx context.Context, sc *scenario.Scenario, opts target.Options,
 
 	if err = c.startNodes(ctx, opts.Seed, names, ips, discovery); err != nil {
 		return nil, err
+	}
+
+	if sc.Cluster.Network != nil {
+		if err = c.waitHostEnds(ctx); err != nil {
+			return nil, err
+		}
 	}
 
 	return c, nil
@@ -272,6 +280,7 @@ func (c *Cluster) createOperatorNetwork(ctx context.Context) (netip.Addr, error)
 		}
 
 		ipam = append(ipam, network.IPAMConfig{Subnet: p, Gateway: gw})
+		c.hostEnds = append(c.hostEnds, gw)
 	}
 
 	for {
@@ -297,6 +306,51 @@ func (c *Cluster) createOperatorNetwork(ctx context.Context) (netip.Addr, error)
 		case <-time.After(time.Second):
 		}
 	}
+}
+
+// waitHostEnds waits until the host can use its end of the run's network in
+// each of cluster.network's subnets. A bridge's IPv6 address stays tentative
+// until the bridge has a port (the first container) and duplicate address
+// detection is done; until then the host cannot reach a node over IPv6 and
+// gRPC's connection backoff would outlast the orchestrator's first call. A
+// bind to a tentative address fails with EADDRNOTAVAIL.
+func (c *Cluster) waitHostEnds(ctx context.Context) error {
+	started := false
+
+	for _, n := range c.nodes {
+		if c.sc.Cluster.Nodes[n.name].BootDelay.Duration == 0 {
+			started = true
+		}
+	}
+
+	if !started {
+		return nil // no port on the bridge yet: the late nodes' own start waits
+	}
+
+	for _, gw := range c.hostEnds {
+		deadline := time.Now().Add(30 * time.Second)
+
+		for {
+			l, err := net.Listen("tcp", net.JoinHostPort(gw.String(), "0"))
+			if err == nil {
+				l.Close() //nolint:errcheck
+
+				break
+			}
+
+			if !errors.Is(err, syscall.EADDRNOTAVAIL) || time.Now().After(deadline) {
+				return fmt.Errorf("the host's end %s of the run's Docker network is not usable: %w", gw, err)
+			}
+
+			select {
+			case <-ctx.Done():
+				return context.Cause(ctx)
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}
+
+	return nil
 }
 
 // freeGateway is the lowest host address of p no node or endpoint has
