@@ -64,7 +64,7 @@ func (c *Cluster) Kubernetes() bool { return c.kube.Hyperkube != "" }
 
 // kubeEnabled reports whether the node runs the control plane's static pods.
 func (n *Node) kubeEnabled() bool {
-	return n.c.kube.Hyperkube != "" && n.role == target.ControlPlane && !n.c.single
+	return n.c.kube.Hyperkube != "" && n.role == target.ControlPlane
 }
 
 // apiPorts are the ports isolation and a paused node blackhole for the engine.
@@ -264,6 +264,7 @@ type kubeBalancer struct {
 	mu      sync.Mutex
 	next    int
 	wg      sync.WaitGroup
+	cancel  context.CancelFunc
 }
 
 // startKubeBalancer listens on the configs' control-plane endpoint.
@@ -273,23 +274,71 @@ func (c *Cluster) startKubeBalancer() error {
 		return err
 	}
 
-	b := &kubeBalancer{}
+	var targets []string
 
 	for _, n := range c.nodes {
 		if n.role == target.ControlPlane {
-			b.targets = append(b.targets, net.JoinHostPort(n.ip, strconv.Itoa(kubePort)))
+			targets = append(targets, net.JoinHostPort(n.ip, strconv.Itoa(kubePort)))
 		}
 	}
 
-	if b.l, err = net.Listen("tcp", u.Host); err != nil {
-		return fmt.Errorf("control-plane endpoint %s: %w", u.Host, err)
+	b, err := listenKubeBalancer(c.ctx, u.Host, targets)
+	if err != nil {
+		return err
 	}
 
 	c.kubeLB = b
-	b.wg.Go(func() { b.serve(c.ctx) })
 
 	return nil
 }
+
+// listenKubeBalancer balances connections to listen over targets until ctx
+// ends or it is closed.
+func listenKubeBalancer(ctx context.Context, listen string, targets []string) (*kubeBalancer, error) {
+	if len(targets) == 0 {
+		return nil, errors.New("control-plane endpoint: no control plane to balance over")
+	}
+
+	b := &kubeBalancer{targets: targets}
+
+	var err error
+	if b.l, err = net.Listen("tcp", listen); err != nil {
+		return nil, fmt.Errorf("control-plane endpoint %s: %w", listen, err)
+	}
+
+	ctx, b.cancel = context.WithCancel(ctx)
+	b.wg.Go(func() { b.serve(ctx) })
+
+	return b, nil
+}
+
+// KubeEndpoint is a cluster endpoint's balancer served outside the nodes
+// (the container target's, on the host's end of the run's network): the
+// sim's, over the control planes' API server addresses.
+type KubeEndpoint struct{ b *kubeBalancer }
+
+// ServeKubeEndpoint listens on listen (host:port) and spreads connections
+// over targets (every control plane's host:6443) as the sim's cluster
+// endpoint does, until Close.
+func ServeKubeEndpoint(listen string, targets []string) (*KubeEndpoint, error) {
+	b, err := listenKubeBalancer(context.Background(), listen, targets)
+	if err != nil {
+		return nil, err
+	}
+
+	return &KubeEndpoint{b: b}, nil
+}
+
+// Close stops it and ends the connections in flight.
+func (e *KubeEndpoint) Close() {
+	if e != nil {
+		e.b.close()
+	}
+}
+
+// KubePort is the API server's port on every control plane and on the
+// cluster endpoint.
+const KubePort = kubePort
 
 // kubePort is the API server's port on every control plane.
 const kubePort = 6443
@@ -346,14 +395,14 @@ func (b *kubeBalancer) forward(ctx context.Context, conn net.Conn) {
 	<-done
 }
 
-// close stops accepting and waits for the connections in flight, which end
-// with the cluster's context.
+// close stops accepting, ends the connections in flight and waits for them.
 func (b *kubeBalancer) close() {
 	if b == nil {
 		return
 	}
 
 	b.l.Close() //nolint:errcheck // closing it is all that is wanted
+	b.cancel()
 	b.wg.Wait()
 }
 

@@ -65,7 +65,7 @@ const kubeNodeMonitorGrace = 50 * time.Second
 
 // kubeletEnabled reports whether the node runs a kubelet with Kubernetes.
 func (n *Node) kubeletEnabled() bool {
-	return n.c.kube.Hyperkube != "" && !n.c.single
+	return n.c.kube.Hyperkube != ""
 }
 
 // kubelet is a node's kubelet state: its static pods as it runs them.

@@ -19,6 +19,7 @@ import (
 	"github.com/talchaos/talchaos/harness/clock"
 	"github.com/talchaos/talchaos/harness/scenario"
 	"github.com/talchaos/talchaos/harness/scratch"
+	"github.com/talchaos/talchaos/sim/kubecp"
 	"github.com/talchaos/talchaos/sim/netns"
 )
 
@@ -44,6 +45,13 @@ type NodeSpec struct {
 	// Scale, when set, is the time scale instead of the sim's for the
 	// scenario (the container target runs slower).
 	Scale float64
+	// KubeDir is where the Kubernetes binaries are when the scenario runs
+	// Kubernetes (cluster.kubernetes); empty: kubecp.Locate's places.
+	KubeDir string
+	// Endpoint is the cluster's Kubernetes endpoint URL (the configs'
+	// cluster.controlPlane.endpoint), which the node's KubePrism forwards
+	// to; it is served outside the node (the container target's host).
+	Endpoint string
 }
 
 // stateFile is where a node process keeps the config its next boot starts
@@ -81,6 +89,7 @@ func NewNodeProcess(ctx context.Context, spec NodeSpec) (_ *Cluster, err error) 
 		// cluster.network's addresses: Docker gave this container one per
 		// subnet; the further ones it puts on its loopback (addFurther).
 		netAddrs: sc.Cluster.NodeAddresses(),
+		endpoint: spec.Endpoint,
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 
@@ -89,6 +98,19 @@ func NewNodeProcess(ctx context.Context, spec NodeSpec) (_ *Cluster, err error) 
 			c.Close() //nolint:errcheck
 		}
 	}()
+
+	// Kubernetes runs inside the node as in the sim (kube.go, kubelet.go):
+	// the control plane's static pods and the node's KWOK kubelet are
+	// processes of this node.
+	if sc.Cluster.Kubernetes {
+		if spec.Endpoint == "" {
+			return nil, errors.New("cluster.kubernetes: the node needs the cluster's Kubernetes endpoint")
+		}
+
+		if c.kube, err = kubecp.Locate(spec.KubeDir); err != nil {
+			return nil, err
+		}
+	}
 
 	if err = os.MkdirAll(filepath.Join(spec.Dir, "state"), 0o700); err != nil {
 		return nil, err

@@ -80,6 +80,8 @@ func newNodeCmd() *cobra.Command {
 	f.StringVar(&spec.Dir, "dir", "/var/lib/talchaos", "directory for the node's config, etcd data and PKI; kept across restarts")
 	f.Int64Var(&spec.Seed, "seed", 1, "the run's seed")
 	f.Float64Var(&spec.Scale, "time-scale", 0, "time scale of the node's Talos timers (default: the sim's for the scenario)")
+	f.StringVar(&spec.KubeDir, "kube-dir", "", "directory of the Kubernetes binaries (hyperkube, kwok) when the scenario runs Kubernetes (default: beside this binary, then make kube's cache)")
+	f.StringVar(&spec.Endpoint, "kube-endpoint", "", "the cluster's Kubernetes endpoint URL (https://HOST:6443), served outside the node, when the scenario runs Kubernetes")
 
 	for _, req := range []string{"name", "scenario", "secrets", "node", "discovery"} {
 		cobra.CheckErr(cmd.MarkFlagRequired(req))

@@ -87,7 +87,7 @@ refuses to start).`,
 	cmd.Flags().BoolVar(&opts.bootstrap, "bootstrap", false, "apply the configs and bootstrap etcd (like talosctl cluster create)")
 	cmd.Flags().Int64Var(&opts.seed, "seed", 1, "seed for the simulated nodes' random choices")
 	cmd.Flags().StringVar(&opts.target, "target", "sim", "where the nodes run: sim (in this process), or container (one Docker container per node)")
-	cmd.Flags().BoolVar(&opts.kubernetes, "kubernetes", false, "run Kubernetes (the real control plane, a KWOK kubelet per node) and write a kubeconfig (sim target)")
+	cmd.Flags().BoolVar(&opts.kubernetes, "kubernetes", false, "run Kubernetes (the real control plane, a KWOK kubelet per node) and write a kubeconfig")
 	cmd.Flags().StringArrayVar(&opts.faults, "fault", nil, "a fault held on the nodes from the start, as a scenario's faults entry without a trigger "+
 		"(`talchaos faults` lists the kinds), e.g. '{kind: time-unsynced, node: cp1}'; with for: it heals after that long; repeatable")
 	cmd.Flags().StringVar(&opts.cidr, "cidr", "", "loopback block for the nodes, 127.0.N.0/24 (nodes from .2): the same addresses every time (default: a free block); "+
@@ -351,10 +351,6 @@ func checkUpFlags(cmd *cobra.Command, opts upOptions) error {
 	case "container":
 		if opts.cidr != "" {
 			return errors.New("--cidr is for --target=sim: containers take addresses on their own Docker network")
-		}
-
-		if opts.kubernetes {
-			return errors.New("--kubernetes is for --target=sim: the container target does not run Kubernetes yet")
 		}
 	default:
 		return fmt.Errorf("unknown target %s: sim or container", quoteShort(opts.target))

@@ -33,6 +33,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/talchaos/talchaos/sim/kubecp"
 )
 
 // buildContext is the node image's build context: the Dockerfile, the talchaos
@@ -47,11 +49,27 @@ type buildContext struct {
 }
 
 // nodeContext reads the node binary and what it needs into the image's build
-// context.
-func nodeContext(bin string) (*buildContext, error) {
+// context, with the Kubernetes binaries in /kube when kube names them
+// (cluster.kubernetes: the node runs its control plane and kubelet inside).
+func nodeContext(bin string, kube kubecp.Binaries) (*buildContext, error) {
 	data, err := os.ReadFile(bin)
 	if err != nil {
 		return nil, fmt.Errorf("node binary: %w", err)
+	}
+
+	var kubeFiles [][]byte
+
+	for _, p := range []string{kube.Hyperkube, kube.Kwok} {
+		if p == "" {
+			continue
+		}
+
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, fmt.Errorf("kubernetes binary: %w", err)
+		}
+
+		kubeFiles = append(kubeFiles, b)
 	}
 
 	deps, err := runtimeDeps(bin)
@@ -67,8 +85,21 @@ func nodeContext(bin string) (*buildContext, error) {
 		tree    imageTree
 	)
 
+	// The Kubernetes binaries are large (some 180 MB): sized once, the
+	// archive is not copied as it grows.
+	size := len(data) + 64<<10
+	for _, b := range kubeFiles {
+		size += len(b) + 1<<10
+	}
+
+	archive.Grow(size)
+
+	if len(kubeFiles) > 0 {
+		df = append(slices.Clip(df), []byte(kubeDockerfile)...)
+	}
+
 	if deps != nil {
-		df = append(slices.Clip(dockerfile), []byte(dynamicDockerfile)...)
+		df = append(slices.Clip(df), []byte(dynamicDockerfile)...)
 
 		if tree, err = deps.tree(); err != nil {
 			return nil, fmt.Errorf("node binary %s: %w", bin, err)
@@ -93,6 +124,18 @@ func nodeContext(bin string) (*buildContext, error) {
 		}
 	}
 
+	if len(kubeFiles) > 0 {
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: "kube/", Mode: 0o755}); err != nil {
+			return nil, err
+		}
+
+		for i, name := range []string{kubecp.HyperkubeBinary, kubecp.KwokBinary} {
+			if err := writeFile(tw, "kube/"+name, 0o755, kubeFiles[i]); err != nil {
+				return nil, err
+			}
+		}
+	}
+
 	if deps != nil {
 		if err := tree.write(tw, "rootfs"); err != nil {
 			return nil, fmt.Errorf("node binary %s: %w", bin, err)
@@ -107,6 +150,16 @@ func nodeContext(bin string) (*buildContext, error) {
 
 	return bc, nil
 }
+
+// kubeDir is where the node image has the Kubernetes binaries.
+const kubeDir = "/kube"
+
+// kubeDockerfile follows the Dockerfile when the cluster runs Kubernetes.
+const kubeDockerfile = `
+# cluster.kubernetes: the control plane (hyperkube) and the simulated kubelet
+# (kwok), static binaries the node runs as the sim does (talchaos node --kube-dir).
+COPY kube/ ` + kubeDir + `/
+`
 
 // dynamicDockerfile follows the Dockerfile for a dynamically linked binary.
 const dynamicDockerfile = `

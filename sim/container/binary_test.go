@@ -15,6 +15,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/talchaos/talchaos/sim/kubecp"
 )
 
 // cCompiler is the compiler cgo would use, or the test is skipped: without
@@ -263,7 +265,7 @@ func TestRuntimeDeps(t *testing.T) {
 					t.Fatalf("got %v, want an error naming %q and how to get a static binary", err, tc.wantErr)
 				}
 
-				if _, err := nodeContext(bin); err == nil {
+				if _, err := nodeContext(bin, kubecp.Binaries{}); err == nil {
 					t.Error("nodeContext took a binary whose library is missing")
 				}
 
@@ -274,7 +276,7 @@ func TestRuntimeDeps(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			bc, err := nodeContext(bin)
+			bc, err := nodeContext(bin, kubecp.Binaries{})
 			if err != nil {
 				t.Fatal(err)
 			}

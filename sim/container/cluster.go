@@ -33,6 +33,7 @@ import (
 	"github.com/talchaos/talchaos/harness/scenario"
 	"github.com/talchaos/talchaos/harness/target"
 	"github.com/talchaos/talchaos/sim"
+	"github.com/talchaos/talchaos/sim/kubecp"
 )
 
 //go:embed Dockerfile
@@ -76,6 +77,11 @@ type Cluster struct {
 	disco    *http.Server
 	cfgs     *sim.Configs
 	nodes    []*node
+	// kube are the Kubernetes binaries the image carries (cluster.kubernetes);
+	// kubeLB serves the cluster endpoint on the host's end of the network.
+	kube     kubecp.Binaries
+	endpoint string
+	kubeLB   *sim.KubeEndpoint
 
 	ctx    context.Context //nolint:containedctx // lifetime of the cluster's background starts
 	cancel context.CancelFunc
@@ -120,6 +126,12 @@ func newCluster(ctx context.Context, sc *scenario.Scenario, opts target.Options,
 		opts.Logf("removed %d container(s), network(s) and image(s) left by killed talchaos runs", removed)
 	}
 
+	if sc.Cluster.Kubernetes {
+		if c.kube, err = kubecp.Locate(""); err != nil {
+			return nil, fmt.Errorf("cluster.kubernetes: %w", err)
+		}
+	}
+
 	if err = c.buildImage(ctx, bin); err != nil {
 		return nil, err
 	}
@@ -160,9 +172,16 @@ func newCluster(ctx context.Context, sc *scenario.Scenario, opts target.Options,
 	}
 
 	c.gateway = gateway.String()
+	c.endpoint = endpoint
 
 	if c.cfgs, err = sim.GenerateConfigs(sc, profile, ips, endpoint); err != nil {
 		return nil, err
+	}
+
+	if c.kube.Hyperkube != "" {
+		if err = c.serveKubeEndpoint(ips); err != nil {
+			return nil, err
+		}
 	}
 
 	discovery, err := c.serveDiscovery(gateway, names)
@@ -187,7 +206,7 @@ func newCluster(ctx context.Context, sc *scenario.Scenario, opts target.Options,
 // talchaos binary (with its loader and libraries when it is dynamically
 // linked: binary.go), labelled as the run's.
 func (c *Cluster) buildImage(ctx context.Context, bin string) error {
-	bc, err := nodeContext(bin)
+	bc, err := nodeContext(bin, c.kube)
 	if err != nil {
 		return err
 	}
@@ -416,6 +435,10 @@ func (c *Cluster) startNodes(ctx context.Context, seed int64, names []string, ip
 		args = append(args, "--node", name+"="+ips[name])
 	}
 
+	if c.kube.Hyperkube != "" {
+		args = append(args, "--kube-dir", kubeDir, "--kube-endpoint", c.endpoint)
+	}
+
 	c.nodes = make([]*node, len(names))
 
 	g, gctx := errgroup.WithContext(ctx)
@@ -493,6 +516,35 @@ func (c *Cluster) startNodes(ctx context.Context, seed int64, names []string, ip
 	return g.Wait()
 }
 
+// serveKubeEndpoint serves the cluster's Kubernetes endpoint (the
+// gateway, port 6443: the configs' cluster.controlPlane.endpoint) on the
+// host's end of the run's network with the sim's balancer, over the control
+// planes' API servers, which run inside their containers. The engine, a
+// user's kubectl and every node's KubePrism reach the API servers through
+// it, as through a real cluster's load balancer; a node cut off from the
+// host (isolate drops the gateway) loses it as it would lose a VIP.
+func (c *Cluster) serveKubeEndpoint(ips map[string]string) error {
+	var targets []string
+
+	for _, name := range c.sc.Cluster.NodeNames() {
+		if scenario.IsControlPlane(name) {
+			targets = append(targets, net.JoinHostPort(ips[name], strconv.Itoa(sim.KubePort)))
+		}
+	}
+
+	lb, err := sim.ServeKubeEndpoint(net.JoinHostPort(c.gateway, strconv.Itoa(sim.KubePort)), targets)
+	if err != nil {
+		return err
+	}
+
+	c.kubeLB = lb
+
+	return nil
+}
+
+// Kubernetes reports whether the cluster runs Kubernetes (cluster.kubernetes).
+func (c *Cluster) Kubernetes() bool { return c.kube.Hyperkube != "" }
+
 // endpointIPAM is a node's addresses on the run's network: its one IPv4
 // address, or its address in each of cluster.network's subnets (one per
 // family: Check).
@@ -552,6 +604,8 @@ func (c *Cluster) Close() error {
 		if c.disco != nil {
 			c.disco.Close() //nolint:errcheck
 		}
+
+		c.kubeLB.Close()
 
 		if c.docker != nil {
 			c.closeErr = removeRun(ctx, c.docker, c.runID)

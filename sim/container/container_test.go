@@ -29,6 +29,7 @@ import (
 	"github.com/talchaos/talchaos/scenarios"
 	"github.com/talchaos/talchaos/sim"
 	"github.com/talchaos/talchaos/sim/container"
+	"github.com/talchaos/talchaos/sim/kubecp"
 )
 
 // nodeBinary is the static talchaos binary the tests' node images carry.
@@ -201,9 +202,15 @@ func TestBuiltinsAsOnSim(t *testing.T) {
 
 		sc := parse(t, file, data)
 
+		// TestKubernetesHappyPath runs the Kubernetes built-ins' happy path;
+		// their comparison with the sim needs host addresses this package's
+		// tests do not add (sim/hostaddr.go).
 		if sc.Cluster.Kubernetes {
-			if err := (container.Target{}).Check(sc); err == nil {
-				t.Errorf("%s: the container target accepts cluster.kubernetes, which it does not run", name)
+			_, kerr := kubecp.Locate("")
+			if err := (container.Target{}).Check(sc); kerr == nil && sc.Cluster.Network == nil && err != nil {
+				t.Errorf("%s: the container target refuses cluster.kubernetes: %v", name, err)
+			} else if kerr != nil && err == nil {
+				t.Errorf("%s: the container target accepts cluster.kubernetes without its binaries", name)
 			}
 
 			continue
@@ -565,5 +572,38 @@ func TestOperatorsAddressesOnContainers(t *testing.T) {
 
 	if !slices.Equal(got, want) {
 		t.Errorf("members %q, want %q", got, want)
+	}
+}
+
+// happy-path-kubernetes on containers, through the engine: each control
+// plane's container runs its kube-apiserver, controller manager and
+// scheduler, every container its KWOK kubelet, and the engine reads the
+// endpoints and Nodes through the cluster endpoint the host serves. All
+// three control planes are in the endpoints and every node is Ready.
+func TestKubernetesHappyPath(t *testing.T) {
+	if _, err := kubecp.Locate(""); err != nil {
+		t.Skipf("the Kubernetes binaries are not built (%v)", err)
+	}
+
+	d := docker(t)
+
+	data, file, err := scenarios.Read("happy-path-kubernetes")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	sc := parse(t, file, data)
+	res := runOn(t, d, sc)
+
+	if res.Verdict != result.Pass {
+		t.Errorf("happy-path-kubernetes on containers: %s, diagnoses %v\n%s", res.Verdict, diagnosisCodes(res), reports.Summary(res))
+	}
+
+	if o := res.Outcome; o.KubernetesEndpoints == nil || *o.KubernetesEndpoints != 3 {
+		t.Errorf("kubernetes endpoints %v, want 3", o.KubernetesEndpoints)
+	}
+
+	if o := res.Outcome; o.NodesReady == nil || *o.NodesReady != sc.Cluster.ControlPlanes+sc.Cluster.Workers {
+		t.Errorf("Nodes Ready %v, want %d", o.NodesReady, sc.Cluster.ControlPlanes+sc.Cluster.Workers)
 	}
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/talchaos/talchaos/harness/scenario"
 	"github.com/talchaos/talchaos/harness/target"
 	"github.com/talchaos/talchaos/sim"
+	"github.com/talchaos/talchaos/sim/kubecp"
 )
 
 // Target runs each node in its own container.
@@ -72,16 +73,31 @@ func (Target) ScaleReason(*scenario.Scenario) string {
 }
 
 // ClockFloors implements target.ClockFloorer: the node processes are the
-// sim's nodes, with its floors at the container target's scale.
+// sim's nodes, with its floors at the container target's scale, and its
+// Kubernetes intervals when the nodes run Kubernetes.
 func (t Target) ClockFloors(sc *scenario.Scenario) []target.ClockFloor {
-	return sim.ClockFloorsAt(t.TimeScale(sc))
+	out := sim.ClockFloorsAt(t.TimeScale(sc))
+	if sc.Cluster.Kubernetes {
+		out = append(out, sim.KubernetesClockFloors(t.TimeScale(sc))...)
+	}
+
+	return out
 }
 
 // Check implements target.Target: config patches load and apply (the
-// nodes' configs are the sim's).
+// nodes' configs are the sim's); with Kubernetes, its binaries are built.
 func (Target) Check(sc *scenario.Scenario) error {
 	if sc.Cluster.Kubernetes {
-		return errors.New("cluster.kubernetes: the container target does not run Kubernetes yet (the sim target does)")
+		// The endpoint is served on the host's end of the run's network;
+		// cluster.network's endpoint address is a shared IP the nodes hold
+		// (the sim's vip.go), which a node process does not run.
+		if sc.Cluster.Network != nil {
+			return errors.New("cluster.kubernetes with cluster.network: the container target does not serve the shared endpoint address yet (the sim target does)")
+		}
+
+		if _, err := kubecp.Locate(""); err != nil {
+			return fmt.Errorf("cluster.kubernetes: %w", err)
+		}
 	}
 
 	if n := sc.Cluster.Network; n != nil {
