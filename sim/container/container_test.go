@@ -607,3 +607,88 @@ func TestKubernetesHappyPath(t *testing.T) {
 		t.Errorf("Nodes Ready %v, want %d", o.NodesReady, sc.Cluster.ControlPlanes+sc.Cluster.Workers)
 	}
 }
+
+// kubeFaults powers cp3's container off once its API server is in the
+// endpoints, for long enough that its endpoint lease runs out (15 s real
+// time, 5 Talos minutes at 20x), then back on.
+const kubeFaults = `apiVersion: talchaos/v1
+kind: Scenario
+name: kubernetes-power-off
+talos: v1.12
+timeScale: 20
+cluster:
+  controlPlanes: 3
+  kubernetes: true
+orchestrator:
+  name: resilient
+faults:
+  - {name: cp3-off, kind: power-off, node: cp3, when: {node: cp3, state: voter, after: 5m}, for: 15m}
+expect:
+  within: 60m
+  # the fault and cp3's return come after the formation
+  settle: 30m
+  converged: true
+  voters: 3
+  learners: 0
+  kubernetesEndpoints: 3
+`
+
+// A control plane's API server runs inside its container: powering the
+// container off takes cp3 out of the kubernetes endpoints (the other API
+// servers see its lease expire), and it is back in them once the container
+// is on again. Make test-long runs it (-all-builtins): about two and a
+// half minutes.
+func TestKubernetesFaults(t *testing.T) {
+	if !*allBuiltins {
+		t.Skip("a long test: make test-long runs it (-all-builtins)")
+	}
+
+	if _, err := kubecp.Locate(""); err != nil {
+		t.Skipf("the Kubernetes binaries are not built (%v)", err)
+	}
+
+	d := docker(t)
+	res := runOn(t, d, parse(t, "kubernetes-power-off.yaml", []byte(kubeFaults)))
+
+	if res.Verdict != result.Pass {
+		t.Errorf("on containers: %s, diagnoses %v\n%s", res.Verdict, diagnosisCodes(res), reports.Summary(res))
+	}
+
+	addr := map[string]string{}
+	for _, n := range res.History.Nodes {
+		addr[n.Name] = n.Address
+	}
+
+	all := []string{addr["cp1"], addr["cp2"], addr["cp3"]}
+	slices.Sort(all)
+
+	// The endpoints as the API servers listed them, in order: all three,
+	// then without cp3 while it was off, then all three again.
+	var seen [][]string
+
+	for _, e := range res.History.Entries {
+		if o := e.Observed; o != nil && o.APIServer != nil && o.APIServer.Ready && o.APIServer.Endpoints != nil {
+			eps := slices.Sorted(slices.Values(o.APIServer.Endpoints))
+			if len(seen) == 0 || !slices.Equal(seen[len(seen)-1], eps) {
+				seen = append(seen, eps)
+			}
+		}
+	}
+
+	full, without, back := false, false, false
+
+	for _, eps := range seen {
+		switch {
+		case slices.Equal(eps, all) && without:
+			back = true
+		case slices.Equal(eps, all):
+			full = true
+		case full && !slices.Contains(eps, addr["cp3"]) && len(eps) == 2:
+			without = true
+		}
+	}
+
+	if !full || !without || !back {
+		t.Errorf("the endpoints went %v; want all three control planes, then cp1 and cp2 while cp3 was off, then all three", seen)
+	}
+}
