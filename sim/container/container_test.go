@@ -207,7 +207,7 @@ func TestBuiltinsAsOnSim(t *testing.T) {
 		// tests do not add (sim/hostaddr.go).
 		if sc.Cluster.Kubernetes {
 			_, kerr := kubecp.Locate("")
-			if err := (container.Target{}).Check(sc); kerr == nil && sc.Cluster.Network == nil && err != nil {
+			if err := (container.Target{}).Check(sc); kerr == nil && err != nil {
 				t.Errorf("%s: the container target refuses cluster.kubernetes: %v", name, err)
 			} else if kerr != nil && err == nil {
 				t.Errorf("%s: the container target accepts cluster.kubernetes without its binaries", name)
@@ -690,5 +690,34 @@ func TestKubernetesFaults(t *testing.T) {
 
 	if !full || !without || !back {
 		t.Errorf("the endpoints went %v; want all three control planes, then cp1 and cp2 while cp3 was off, then all three", seen)
+	}
+}
+
+// Check takes cluster.kubernetes when the binaries are built and refuses it,
+// naming the build command, when they are not.
+func TestCheckKubernetes(t *testing.T) {
+	const kube = `apiVersion: talchaos/v1
+kind: Scenario
+name: kube
+talos: v1.12
+cluster:
+  controlPlanes: 3
+  kubernetes: true
+`
+
+	err := (container.Target{}).Check(parse(t, "kube.yaml", []byte(kube)))
+
+	if _, lerr := kubecp.Locate(""); lerr != nil {
+		if err == nil || !strings.Contains(err.Error(), kubecp.BuildCommand) {
+			t.Errorf("without the binaries: %v, want a refusal naming %q", err, kubecp.BuildCommand)
+		}
+	} else if err != nil {
+		t.Errorf("with the binaries: %v", err)
+	}
+
+	t.Setenv(kubecp.EnvDir, t.TempDir()) // no binaries there
+
+	if err := (container.Target{}).Check(parse(t, "kube.yaml", []byte(kube))); err == nil || !strings.Contains(err.Error(), kubecp.BuildCommand) {
+		t.Errorf("with %s empty: %v, want a refusal naming %q", kubecp.EnvDir, err, kubecp.BuildCommand)
 	}
 }

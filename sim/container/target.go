@@ -8,6 +8,12 @@
 // pause); a partition and an isolation are nftables rules inside the nodes'
 // network namespaces that drop every packet both ways.
 //
+// With Kubernetes (cluster.kubernetes) the image carries the Kubernetes
+// binaries and each node process runs what the sim runs beside a node (its
+// control plane's static pods, its KWOK kubelet), so the faults that stop or
+// cut off a container stop or cut off those too; the host serves the cluster
+// endpoint on its end of the run's network with the sim's balancer.
+//
 // testcontainers' reaper (Ryuk) is an image that cannot be pulled here, so it
 // is disabled; every container, network and image carries the run's labels,
 // Close removes them, and the next run removes what a killed run left behind
@@ -88,13 +94,6 @@ func (t Target) ClockFloors(sc *scenario.Scenario) []target.ClockFloor {
 // nodes' configs are the sim's); with Kubernetes, its binaries are built.
 func (Target) Check(sc *scenario.Scenario) error {
 	if sc.Cluster.Kubernetes {
-		// The endpoint is served on the host's end of the run's network;
-		// cluster.network's endpoint address is a shared IP the nodes hold
-		// (the sim's vip.go), which a node process does not run.
-		if sc.Cluster.Network != nil {
-			return errors.New("cluster.kubernetes with cluster.network: the container target does not serve the shared endpoint address yet (the sim target does)")
-		}
-
 		if _, err := kubecp.Locate(""); err != nil {
 			return fmt.Errorf("cluster.kubernetes: %w", err)
 		}
