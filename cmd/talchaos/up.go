@@ -66,8 +66,10 @@ admin kubeconfig Talos's 'talosctl kubeconfig' gives). These hold the cluster's 
 With --kubernetes every control plane runs the real kube-apiserver,
 kube-controller-manager and kube-scheduler, as Talos's static pods, and every
 node a kubelet (KWOK) that registers its Node: kubectl get nodes and talosctl
-health work (built by 'make kube'; the nodes take 198.18.N.x addresses on the
-loopback interface, which needs root or CAP_NET_ADMIN).
+health work (built by 'make kube'; on the sim target the nodes take 198.18.N.x
+addresses on the loopback interface, which needs root or CAP_NET_ADMIN; on the
+container target each node's container runs them, and the cluster endpoint is
+served on the host's end of the run's Docker network).
 
 Ctrl-C (or SIGTERM, SIGHUP) stops every node and cleans up: a directory talchaos
 created (the default temp dir, or a --dir that did not exist) is removed with
