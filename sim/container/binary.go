@@ -27,6 +27,7 @@ import (
 	"debug/elf"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"maps"
 	"os"
@@ -57,19 +58,21 @@ func nodeContext(bin string, kube kubecp.Binaries) (*buildContext, error) {
 		return nil, fmt.Errorf("node binary: %w", err)
 	}
 
-	var kubeFiles [][]byte
+	// The Kubernetes binaries are large (some 180 MB): copied from their
+	// files into an archive sized once, never held twice.
+	var kubeFiles []kubeFile
 
-	for _, p := range []string{kube.Hyperkube, kube.Kwok} {
-		if p == "" {
+	for _, p := range []struct{ path, name string }{{kube.Hyperkube, kubecp.HyperkubeBinary}, {kube.Kwok, kubecp.KwokBinary}} {
+		if p.path == "" {
 			continue
 		}
 
-		b, err := os.ReadFile(p)
+		fi, err := os.Stat(p.path)
 		if err != nil {
 			return nil, fmt.Errorf("kubernetes binary: %w", err)
 		}
 
-		kubeFiles = append(kubeFiles, b)
+		kubeFiles = append(kubeFiles, kubeFile{p.path, p.name, fi.Size()})
 	}
 
 	deps, err := runtimeDeps(bin)
@@ -85,14 +88,12 @@ func nodeContext(bin string, kube kubecp.Binaries) (*buildContext, error) {
 		tree    imageTree
 	)
 
-	// The Kubernetes binaries are large (some 180 MB): sized once, the
-	// archive is not copied as it grows.
-	size := len(data) + 64<<10
-	for _, b := range kubeFiles {
-		size += len(b) + 1<<10
+	size := int64(len(data)) + 64<<10
+	for _, f := range kubeFiles {
+		size += f.size + 1<<10
 	}
 
-	archive.Grow(size)
+	archive.Grow(int(size))
 
 	if len(kubeFiles) > 0 {
 		df = append(slices.Clip(df), []byte(kubeDockerfile)...)
@@ -129,9 +130,9 @@ func nodeContext(bin string, kube kubecp.Binaries) (*buildContext, error) {
 			return nil, err
 		}
 
-		for i, name := range []string{kubecp.HyperkubeBinary, kubecp.KwokBinary} {
-			if err := writeFile(tw, "kube/"+name, 0o755, kubeFiles[i]); err != nil {
-				return nil, err
+		for _, f := range kubeFiles {
+			if err := f.write(tw); err != nil {
+				return nil, fmt.Errorf("kubernetes binary: %w", err)
 			}
 		}
 	}
@@ -149,6 +150,35 @@ func nodeContext(bin string, kube kubecp.Binaries) (*buildContext, error) {
 	bc.archive = archive.Bytes()
 
 	return bc, nil
+}
+
+// kubeFile is a Kubernetes binary for the image's /kube.
+type kubeFile struct {
+	path, name string
+	size       int64
+}
+
+// write copies it into the archive, the file as opened (make kube replaces
+// a binary by renaming a new one over it; size was only the archive's hint).
+func (f kubeFile) write(tw *tar.Writer) error {
+	r, err := os.Open(f.path)
+	if err != nil {
+		return err
+	}
+	defer r.Close() //nolint:errcheck // read only
+
+	fi, err := r.Stat()
+	if err != nil {
+		return err
+	}
+
+	if err := tw.WriteHeader(&tar.Header{Name: "kube/" + f.name, Mode: 0o755, Size: fi.Size()}); err != nil {
+		return err
+	}
+
+	_, err = io.CopyN(tw, r, fi.Size())
+
+	return err
 }
 
 // kubeDir is where the node image has the Kubernetes binaries.

@@ -390,3 +390,44 @@ func contextFiles(t *testing.T, archive []byte) map[string][]byte {
 		}
 	}
 }
+
+// With Kubernetes the context carries hyperkube and kwok under kube/, as
+// they are, and the Dockerfile copies them to the image's /kube, where the
+// node process is told to find them.
+func TestNodeContextWithKubernetes(t *testing.T) {
+	dir := t.TempDir()
+	bin := goBuild(t, dir, "package main\nfunc main() {}\n", "CGO_ENABLED=0")
+
+	kube := kubecp.Binaries{Hyperkube: filepath.Join(dir, "hk"), Kwok: filepath.Join(dir, "kw")}
+	if err := os.WriteFile(kube.Hyperkube, []byte("hyperkube bytes"), 0o755); err != nil { //nolint:gosec // a fake binary
+		t.Fatal(err)
+	}
+
+	if err := os.WriteFile(kube.Kwok, []byte("kwok bytes"), 0o755); err != nil { //nolint:gosec // a fake binary
+		t.Fatal(err)
+	}
+
+	bc, err := nodeContext(bin, kube)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	files := contextFiles(t, bc.archive)
+
+	if string(files["kube/hyperkube"]) != "hyperkube bytes" || string(files["kube/kwok"]) != "kwok bytes" {
+		t.Errorf("the context holds %v, want kube/hyperkube and kube/kwok as they are", slices.Sorted(maps.Keys(files)))
+	}
+
+	if !bytes.Contains(files["Dockerfile"], []byte("COPY kube/ "+kubeDir+"/")) {
+		t.Errorf("the Dockerfile does not copy the Kubernetes binaries:\n%s", files["Dockerfile"])
+	}
+
+	bc, err = nodeContext(bin, kubecp.Binaries{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if files := contextFiles(t, bc.archive); len(files) != 2 {
+		t.Errorf("without Kubernetes the context holds %v, want the Dockerfile and the binary", slices.Sorted(maps.Keys(files)))
+	}
+}
