@@ -109,8 +109,8 @@ type Cluster struct {
 	Workload      Workload                `yaml:"workload"`
 	// Kubernetes runs the real control plane (kube-apiserver,
 	// kube-controller-manager, kube-scheduler) on every control plane, as
-	// Talos's static pods, and a KWOK kubelet on every node (the sim target;
-	// needs `make kube`).
+	// Talos's static pods, and a KWOK kubelet on every node (the sim and
+	// container targets; needs `make kube`).
 	Kubernetes bool `yaml:"kubernetes"`
 	// ConfigPatches are applied to the generated machine configs with the
 	// machinery's config patcher, as `talosctl gen config --config-patch` does.

@@ -688,6 +688,8 @@ func TestKubernetesFaults(t *testing.T) {
 		}
 	}
 
+	t.Logf("the endpoints went %v", seen)
+
 	if !full || !without || !back {
 		t.Errorf("the endpoints went %v; want all three control planes, then cp1 and cp2 while cp3 was off, then all three", seen)
 	}
