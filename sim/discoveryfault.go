@@ -293,7 +293,11 @@ func (n *Node) runDiscovery(ctx context.Context) {
 
 		endpoint, on := discoveryEndpoint(n.Config())
 		if !on {
-			continue // no client runs without the service registry in the config
+			// No client runs without the service registry in the config: it
+			// starts with one, from its first interval.
+			interval = helloInitialInterval
+
+			continue
 		}
 
 		d.mu.Lock()
