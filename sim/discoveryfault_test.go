@@ -9,10 +9,12 @@ import (
 	"time"
 
 	"github.com/cosi-project/runtime/pkg/safe"
+	"github.com/siderolabs/talos/pkg/machinery/api/machine"
 	"github.com/siderolabs/talos/pkg/machinery/client"
 	"github.com/siderolabs/talos/pkg/machinery/resources/cluster"
 
 	"github.com/talchaos/talchaos/harness/chaos"
+	"github.com/talchaos/talchaos/harness/clock"
 	"github.com/talchaos/talchaos/sim"
 	"github.com/talchaos/talchaos/sim/simtest"
 )
@@ -137,4 +139,65 @@ func membersAre(ctx context.Context, cl *client.Client, want []string) error {
 	}
 
 	return nil
+}
+
+// A node cut off after it reached the service keeps what it received and
+// the service keeps its entry (DiscoveryServiceController, discovery-client
+// parseReply): its etcd joins through the voter it knew. A reboot loses what
+// it received (the client's list is in memory), but its etcd starts from its
+// data and needs no endpoint. The service drops its entry once the 30-minute
+// TTL has run out unrefreshed; healed, both views catch up.
+func TestDiscoveryCutAfterRegistration(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	c := simtest.FromScenario(t, newScenario(2), 1)
+	nodes := c.Nodes()
+
+	for _, n := range nodes {
+		apply(t, ctx, n)
+	}
+
+	cl := secure(t, ctx, c, nodes[0])
+	cp1, cp2 := client.WithNode(ctx, nodes[0].Address), client.WithNode(ctx, nodes[1].Address)
+	both := []string{"cp1", "cp2"}
+
+	eventually(t, 30*time.Second, func() error { return membersAre(cp2, cl, both) })
+
+	heal := inject(t, ctx, c, chaos.DiscoveryUnreachable{Node: "cp2"})
+	cut := time.Now()
+
+	eventually(t, 30*time.Second, func() error { return cl.Bootstrap(cp1, &machine.BootstrapRequest{}) })
+	waitVoters(t, ctx, cl, 2)
+	eventually(t, 10*time.Second, func() error { return logHas(c, "cp2", helloFailed) })
+
+	for _, n := range []context.Context{cp1, cp2} {
+		if err := membersAre(n, cl, both); err != nil {
+			t.Error(err)
+		}
+	}
+
+	inject(t, ctx, c, chaos.Reboot{Node: "cp2"})
+	eventually(t, time.Minute, func() error { return etcdHealthy(cp2, cl, true) })
+
+	if err := membersAre(cp2, cl, []string{"cp2"}); err != nil {
+		t.Errorf("after the reboot: %v", err)
+	}
+
+	// The TTL: 30 Talos minutes after the cut, 30 s at newScenario's scale.
+	ttl := clock.New(60).Wall(30 * time.Minute)
+
+	eventually(t, ttl+20*time.Second, func() error { return membersAre(cp1, cl, []string{"cp1"}) })
+
+	if since := time.Since(cut); since < ttl {
+		t.Errorf("cp2's entry dropped %s after the cut, before its TTL %s", since, ttl)
+	}
+
+	if err := heal(); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, n := range []context.Context{cp1, cp2} {
+		eventually(t, 10*time.Second, func() error { return membersAre(n, cl, both) })
+	}
 }
