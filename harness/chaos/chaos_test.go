@@ -333,3 +333,21 @@ func TestPlanReplaysTheRecordedSchedule(t *testing.T) {
 func viewOf(obs *history.Observation, refusals map[string]int) View {
 	return View{Obs: obs, PromoteRefusals: func(node string) int { return refusals[node] }}
 }
+
+// The discovery kinds are refused with Kubernetes: a control plane there
+// also finds the others through the kubernetes endpoints, which the sim
+// does not model.
+func TestDiscoveryKindsRefuseKubernetes(t *testing.T) {
+	const head = "apiVersion: talchaos/v1\nkind: Scenario\nname: s\ncluster: {controlPlanes: 3, kubernetes: true}\nfaults:\n"
+
+	for _, f := range []string{
+		"{kind: discovery-unreachable, node: cp2, at: 0s}",
+		"{kind: discovery-partial, node: cp2, hide: [cp1], at: 0s}",
+	} {
+		_, err := Parse("s.yaml", []byte(head+"  - "+f+"\n"))
+		if err == nil || !strings.Contains(err.Error(), "s.yaml:6: faults[0].kind: ") ||
+			!strings.Contains(err.Error(), "is not modelled with cluster.kubernetes: a control plane also finds the others through the kubernetes endpoints") {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}
