@@ -417,6 +417,7 @@ func (c *Cluster) newNode(ip, name string, index int) (*Node, error) {
 
 		registered: make(chan struct{}, 1),
 		resync:     make(chan struct{}, 1),
+		disco:      nodeDiscovery{wake: make(chan struct{}, 1)},
 	}
 
 	if n.override.EtcdImagePull.Duration == 0 {
@@ -526,13 +527,15 @@ func (c *Cluster) Resolve(t string) (string, bool, bool) {
 	return "", false, false
 }
 
-// discoveredEndpoints is what a node's discovery knows: every control plane that
-// has registered (received its config), including the asking node itself, on the
-// etcd client port. Nodes stay listed while down, as discovery entries do.
-func (c *Cluster) discoveredEndpoints() ([]string, error) {
+// discoveredEndpoints is etcd.GetEndpoints as the node's discovery makes
+// it (internal/pkg/etcd/endpoints.go): every control plane it knows of
+// (discovered), itself included, on the etcd client port. Nodes stay listed
+// while down, as discovery entries do. With none:
+// "no controlplane endpoints discovered yet".
+func (n *Node) discoveredEndpoints() ([]string, error) {
 	var out []string
 
-	for _, a := range c.affiliates() {
+	for _, a := range n.discovered() {
 		// k8s.EndpointController: every address of every control-plane
 		// member (GetEndpoints joins each with the client port).
 		if a.ControlPlane {

@@ -412,7 +412,7 @@ func (n *Node) promoteLoop(ctx context.Context, memberID uint64, voterClientURLs
 		logf:           n.machined.Printf,
 		rng:            n.rng("promote"),
 	}.run(ctx, func(ctx context.Context) error {
-		endpoints, err := n.c.discoveredEndpoints()
+		endpoints, err := n.discoveredEndpoints()
 		if err != nil {
 			return err
 		}

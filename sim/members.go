@@ -52,9 +52,9 @@ func (n *Node) affiliate() Affiliate {
 	return a
 }
 
-// affiliates is every configured node as the cluster's discovery has it.
-// Nodes stay listed while down or cut off, as discovery entries do until
-// their TTL.
+// affiliates is every configured node as the cluster's discovery service
+// has it. Nodes stay listed while down or cut off, as discovery entries do
+// until their TTL (discoveryfault.go).
 func (c *Cluster) affiliates() []Affiliate {
 	if c.discovery != nil {
 		return c.discovery.affiliates()
@@ -63,7 +63,7 @@ func (c *Cluster) affiliates() []Affiliate {
 	var out []Affiliate
 
 	for _, n := range c.nodes {
-		if a := n.affiliate(); a.Configured {
+		if a, ok := n.registryEntry(); ok {
 			out = append(out, a)
 		}
 	}
@@ -89,10 +89,9 @@ func (n *Node) syncDiscovery(ctx context.Context, cfg config.Provider) error {
 	self := n.affiliate()
 
 	if cfg != nil && self.Discovery {
-		for _, a := range n.c.affiliates() {
+		for _, a := range n.discovered() {
 			switch {
 			case a.Address == n.ip:
-				a = self
 			case !self.Published || !a.Published || a.ClusterID != self.ClusterID:
 				continue
 			}

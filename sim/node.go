@@ -126,6 +126,8 @@ type Node struct {
 	resync chan struct{}
 	// clk is the node's clock and its time sync (timesync.go).
 	clk nodeClock
+	// disco is its cluster discovery client (discoveryfault.go).
+	disco nodeDiscovery
 }
 
 // Hostname implements talosapi.Backend: the applied config's hostname
@@ -401,7 +403,7 @@ func (n *Node) EtcdClientEndpoint() string {
 }
 
 func (n *Node) clusterClient(ctx context.Context) (*clientv3.Client, error) {
-	endpoints, err := n.c.discoveredEndpoints()
+	endpoints, err := n.discoveredEndpoints()
 	if err != nil {
 		return nil, err
 	}
@@ -676,6 +678,7 @@ func (n *Node) boot() error {
 	}
 
 	n.bootClock()
+	n.bootDiscovery()
 
 	// The resources are there before the API answers, as machined's
 	// controllers run before apid starts.
@@ -684,6 +687,7 @@ func (n *Node) boot() error {
 	}
 
 	n.goBoot(func() { n.runControllers(ctx) })
+	n.goBoot(func() { n.runDiscovery(ctx) })
 
 	if err := n.api.Start(); err != nil {
 		return err

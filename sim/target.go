@@ -20,7 +20,8 @@ func (Target) Name() string { return "sim" }
 // faults are intercepted where the node serves or makes the call, so the
 // engine's own calls are covered too.
 func (Target) Capabilities() []target.Capability {
-	out := []target.Capability{target.PartitionNodes, target.IsolateNode, target.EtcdMembership, target.HoldTimeUnsynced, target.OffsetClock}
+	out := []target.Capability{target.PartitionNodes, target.IsolateNode, target.EtcdMembership, target.HoldTimeUnsynced, target.OffsetClock,
+		target.DiscoveryRegistry}
 
 	for _, p := range target.Ports {
 		out = append(out, target.ToxicOn(p))

@@ -271,6 +271,12 @@ func TestValidation(t *testing.T) {
 		{"clock-offset", "{kind: clock-offset, node: cp2, ahead: 1h, behind: 1h, at: 0s}", "faults[0].behind: give ahead or behind, not both"},
 		{"clock-offset", "{kind: clock-offset, node: cp2, behind: 900000h, at: 0s}", "faults[0].behind: must be between 1s and 876000h0m0s, got 900000h0m0s"},
 		{"clock-offset", "{kind: clock-offset, node: cp2, ahead: -1h, at: 0s}", `faults[0].ahead: negative duration "-1h"`},
+		{"discovery-unreachable", "{kind: discovery-unreachable, at: 0s}", "faults[0].node: required: a node name or random"},
+		{"discovery-unreachable", "{kind: discovery-unreachable, node: cp2, hide: [cp1], at: 0s}", `faults[0].hide: "hide" does not apply to kind discovery-unreachable`},
+		{"discovery-partial", "{kind: discovery-partial, node: cp2, at: 0s}", "faults[0].hide: required: the nodes the registry leaves out, e.g. [cp1]"},
+		{"discovery-partial", "{kind: discovery-partial, node: cp2, hide: [cp1, cp9], at: 0s}", `faults[0].hide[1]: unknown node "cp9"`},
+		{"discovery-partial", "{kind: discovery-partial, node: cp2, hide: [cp2], at: 0s}",
+			"faults[0].hide[0]: cp2 is the node itself, which always sees itself (its local affiliate)"},
 	}
 
 	covered := map[string]bool{}
@@ -326,4 +332,22 @@ func TestPlanReplaysTheRecordedSchedule(t *testing.T) {
 // viewOf is a view of one observation with the nodes' promotion refusals.
 func viewOf(obs *history.Observation, refusals map[string]int) View {
 	return View{Obs: obs, PromoteRefusals: func(node string) int { return refusals[node] }}
+}
+
+// The discovery kinds are refused with Kubernetes: a control plane there
+// also finds the others through the kubernetes endpoints, which the sim
+// does not model.
+func TestDiscoveryKindsRefuseKubernetes(t *testing.T) {
+	const head = "apiVersion: talchaos/v1\nkind: Scenario\nname: s\ncluster: {controlPlanes: 3, kubernetes: true}\nfaults:\n"
+
+	for _, f := range []string{
+		"{kind: discovery-unreachable, node: cp2, at: 0s}",
+		"{kind: discovery-partial, node: cp2, hide: [cp1], at: 0s}",
+	} {
+		_, err := Parse("s.yaml", []byte(head+"  - "+f+"\n"))
+		if err == nil || !strings.Contains(err.Error(), "s.yaml:6: faults[0].kind: ") ||
+			!strings.Contains(err.Error(), "is not modelled with cluster.kubernetes: a control plane also finds the others through the kubernetes endpoints") {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
 }

@@ -75,6 +75,9 @@ var Kinds = []Kind{
 	// the node's clock and its time sync
 	TimeUnsynced{},
 	ClockOffset{},
+	// the node's view of the cluster discovery service
+	DiscoveryUnreachable{},
+	DiscoveryPartial{},
 }
 
 // Env is what a fault gets when it is injected.

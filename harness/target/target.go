@@ -104,6 +104,10 @@ const (
 	HoldTimeUnsynced Capability = "time-unsynced"
 	// OffsetClock sets a node's clock off from the true time.
 	OffsetClock Capability = "clock-offset"
+	// DiscoveryRegistry acts on what a node's cluster discovery client gets
+	// from the discovery service: nothing (unreachable), or only some
+	// affiliates.
+	DiscoveryRegistry Capability = "discovery"
 )
 
 // Target provisions clusters.
@@ -298,4 +302,15 @@ type Clocks interface {
 	// OffsetClock sets the node's clock offset from the true time (negative:
 	// behind) until healed.
 	OffsetClock(ctx context.Context, node string, offset time.Duration) (Heal, error)
+}
+
+// Discovery is implemented by clusters that act on a node's view of the
+// cluster discovery service.
+type Discovery interface {
+	// CutDiscovery keeps the node's discovery client from reaching the
+	// registry until healed.
+	CutDiscovery(ctx context.Context, node string) (Heal, error)
+	// HideAffiliates has the registry leave the nodes hidden out of what it
+	// answers node until healed.
+	HideAffiliates(ctx context.Context, node string, hidden []string) (Heal, error)
 }
