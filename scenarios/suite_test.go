@@ -52,7 +52,10 @@ func TestScenarios(t *testing.T) {
 		// Our latency and gate toxics sit in the same chain and block the same way.
 		goleak.IgnoreTopFunction("github.com/talchaos/talchaos/harness/netfault.(*LatencyToxic).Pipe"),
 		goleak.IgnoreTopFunction("github.com/talchaos/talchaos/harness/netfault.(*GateToxic).Pipe"),
-		goleak.IgnoreTopFunction("github.com/Shopify/toxiproxy/v2/stream.(*ChanWriter).Write"))
+		goleak.IgnoreTopFunction("github.com/Shopify/toxiproxy/v2/stream.(*ChanWriter).Write"),
+		// A slow-disk fault's seccomp filter stays for the life of the
+		// process, and so does the goroutine that answers it (sim/diskgate).
+		goleak.IgnoreAnyFunction("github.com/talchaos/talchaos/sim/diskgate.serve"))
 
 	RegisterFailHandler(Fail)
 

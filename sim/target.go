@@ -8,6 +8,7 @@ import (
 	"github.com/talchaos/talchaos/harness/netfault"
 	"github.com/talchaos/talchaos/harness/scenario"
 	"github.com/talchaos/talchaos/harness/target"
+	"github.com/talchaos/talchaos/sim/diskgate"
 )
 
 // Target is the in-process simulation target ("sim").
@@ -21,6 +22,11 @@ func (Target) Name() string { return "sim" }
 // engine's own calls are covered too.
 func (Target) Capabilities() []target.Capability {
 	out := []target.Capability{target.PartitionNodes, target.IsolateNode, target.EtcdMembership, target.HoldTimeUnsynced, target.OffsetClock}
+
+	// A slow disk needs the kernel's seccomp user notification (package diskgate).
+	if diskgate.Available() == nil {
+		out = append(out, target.SlowDisk)
+	}
 
 	for _, p := range target.Ports {
 		out = append(out, target.ToxicOn(p))
@@ -42,7 +48,13 @@ func (Target) Capabilities() []target.Capability {
 }
 
 // Supports implements target.Target.
-func (t Target) Supports(c target.Capability, _ string) error { return target.Has(t, c) }
+func (t Target) Supports(c target.Capability, _ string) error {
+	if c == target.SlowDisk {
+		return diskgate.Available()
+	}
+
+	return target.Has(t, c)
+}
 
 // Disposable implements target.Target: simulated nodes live for one run.
 func (Target) Disposable() bool { return true }

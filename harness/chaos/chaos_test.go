@@ -271,6 +271,9 @@ func TestValidation(t *testing.T) {
 		{"clock-offset", "{kind: clock-offset, node: cp2, ahead: 1h, behind: 1h, at: 0s}", "faults[0].behind: give ahead or behind, not both"},
 		{"clock-offset", "{kind: clock-offset, node: cp2, behind: 900000h, at: 0s}", "faults[0].behind: must be between 1s and 876000h0m0s, got 900000h0m0s"},
 		{"clock-offset", "{kind: clock-offset, node: cp2, ahead: -1h, at: 0s}", `faults[0].ahead: negative duration "-1h"`},
+		{"slow-disk", "{kind: slow-disk, node: cp2, at: 0s}", "faults[0].latency: required: a duration up to 1m0s"},
+		{"slow-disk", "{kind: slow-disk, node: cp2, latency: 2m, at: 0s}", "faults[0].latency: must be between 1ms and 1m0s, got 2m0s"},
+		{"slow-disk", "{kind: slow-disk, node: w1, latency: 2s, at: 0s}", `faults[0].node: "w1" is a worker, which runs no etcd: slow-disk slows its etcd data`},
 	}
 
 	covered := map[string]bool{}

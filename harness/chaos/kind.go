@@ -75,6 +75,8 @@ var Kinds = []Kind{
 	// the node's clock and its time sync
 	TimeUnsynced{},
 	ClockOffset{},
+	// the node's disk
+	SlowDisk{},
 }
 
 // Env is what a fault gets when it is injected.

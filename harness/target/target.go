@@ -104,6 +104,8 @@ const (
 	HoldTimeUnsynced Capability = "time-unsynced"
 	// OffsetClock sets a node's clock off from the true time.
 	OffsetClock Capability = "clock-offset"
+	// SlowDisk makes a node's syncs to its etcd data dir slow.
+	SlowDisk Capability = "slow-disk"
 )
 
 // Target provisions clusters.
@@ -298,4 +300,18 @@ type Clocks interface {
 	// OffsetClock sets the node's clock offset from the true time (negative:
 	// behind) until healed.
 	OffsetClock(ctx context.Context, node string, offset time.Duration) (Heal, error)
+}
+
+// Disks is implemented by clusters that act on a node's disk.
+type Disks interface {
+	// SlowDisk makes every fsync and fdatasync of a file in the node's etcd
+	// data dir (its WAL, its database) take at least latency, until healed.
+	SlowDisk(ctx context.Context, node string, latency time.Duration) (Heal, error)
+}
+
+// DiskFault is a scenario's fault parameters that slow a node's disk: a
+// target that skips syncs for speed (the sim's etcd) keeps them on that node
+// for the run. DiskNode is the node, or scenario.RandomNode.
+type DiskFault interface {
+	DiskNode() string
 }

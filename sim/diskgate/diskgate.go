@@ -125,8 +125,12 @@ func Slow(dir string, latency time.Duration) (release func(), err error) {
 		return nil, err
 	}
 
+	// The directory may not exist yet (an etcd that has not started):
+	// resolve its parent then.
 	if resolved, err := filepath.EvalSymlinks(abs); err == nil {
 		abs = resolved
+	} else if parent, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
+		abs = filepath.Join(parent, filepath.Base(abs))
 	}
 
 	install.Do(func() { installErr = installFilter() })
