@@ -21,7 +21,18 @@ import (
 //
 // On the sim the syncs are held by a seccomp filter with user notification
 // (Linux 5.7+) on the talchaos process: a kernel or sandbox without it
-// (`talchaos faults` says no) refuses the fault before the run starts.
+// (`talchaos faults` says no) refuses the fault before the run starts. The
+// filter stays for the life of the process and is inherited by the programs
+// it starts afterwards (their syncs are answered at once); without
+// CAP_SYS_ADMIN installing it sets no_new_privs, so a setuid program an exec
+// orchestrator's command runs (sudo) gains no privileges. The container and
+// real targets cannot slow a disk.
+//
+// The latency is real time, as network latency is, while Talos's timers run
+// timeScale times faster: against Talos's promote window a sim disk is
+// timeScale times slower than its latency says. The sim's etcd syncs only on
+// the nodes a scenario's slow-disk names (the others skip fsync for speed),
+// so one added to a running cluster takes effect at the node's next etcd start.
 //
 // Not modelled: writes and reads stay as fast as the page cache makes them
 // (only the flushes are slow); a disk that fails (I/O errors, a corrupt WAL
