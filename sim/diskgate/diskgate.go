@@ -96,6 +96,18 @@ func Available() error {
 		return nil
 	}
 
+	// SECCOMP_FILTER_FLAG_TSYNC_ESRCH, which lets a filter with a listener
+	// go to every thread, came with Linux 5.7.
+	var uts unix.Utsname
+	if err := unix.Uname(&uts); err == nil {
+		release := unix.ByteSliceToString(uts.Release[:])
+
+		var major, minor int
+		if _, err := fmt.Sscanf(release, "%d.%d", &major, &minor); err == nil && (major < 5 || major == 5 && minor < 7) {
+			return fmt.Errorf("slowing a disk's syncs needs Linux 5.7 or later (seccomp user notification on every thread), not %s", release)
+		}
+	}
+
 	action := uint32(unix.SECCOMP_RET_USER_NOTIF)
 
 	_, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_GET_ACTION_AVAIL, 0, uintptr(unsafe.Pointer(&action)))
