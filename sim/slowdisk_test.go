@@ -3,6 +3,7 @@ package sim_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -232,4 +233,75 @@ func otherThan(c *sim.Cluster, node string) string {
 	}
 
 	return ""
+}
+
+// TestSlowDiskLearner: a control plane whose disk takes over a second per
+// flush joins as a learner while the cluster is written to: its etcd logs
+// "slow fdatasync" as it starts and catches up one flush at a time, and the
+// leader refuses to promote it ("rejecting promote learner: learner is not
+// ready") while it is behind.
+func TestSlowDiskLearner(t *testing.T) {
+	if err := diskgate.Available(); err != nil {
+		t.Skipf("the sim cannot slow a disk here: %v", err)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	sc := newScenario(2)
+	sc.Cluster.Workload = scenario.Workload{WritesPerSecond: 50, ValueBytes: 256}
+	slow := chaos.SlowDisk{Node: "cp2", Latency: scenario.Duration{Duration: 1100 * time.Millisecond}}
+	sc.Faults = []scenario.Fault{{Name: "slow", Kind: slow.Kind(), Spec: slow}}
+
+	c := simtest.FromScenario(t, sc, 1)
+	nodes := c.Nodes()
+
+	inject(t, ctx, c, slow)
+
+	for _, n := range nodes {
+		apply(t, ctx, n)
+	}
+
+	cl := secure(t, ctx, c, nodes[0])
+	eventually(t, 30*time.Second, func() error { return cl.Bootstrap(ctx, &machine.BootstrapRequest{}) })
+
+	eventually(t, time.Minute, func() error {
+		if len(etcdLines(c, "cp2", slowFdatasync)) == 0 {
+			return fmt.Errorf("cp2 has not logged %q", slowFdatasync)
+		}
+
+		if len(etcdLines(c, "cp1", "rejecting promote learner: learner is not ready")) == 0 {
+			return errors.New("cp1 has not refused to promote cp2")
+		}
+
+		return nil
+	})
+
+	// Talos's promote window (10 minutes, 10 s here) ends before cp2 has
+	// caught up: it gives up, and cp2 stays a learner (a learner on a fast
+	// disk is promoted within a second or two).
+	eventually(t, time.Minute, func() error {
+		for _, l := range c.Node("cp2").Log("machined").Lines() {
+			if strings.Contains(l, "failed promoting member") {
+				return nil
+			}
+		}
+
+		return errors.New("cp2's promote loop has not given up")
+	})
+
+	resp, err := cl.EtcdMemberList(ctx, &machine.EtcdMemberListRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	for _, m := range resp.Messages[0].Members {
+		if m.Hostname != "cp1" && !m.IsLearner {
+			t.Errorf("member %x (%q) is a voter, want cp2 a learner", m.Id, m.Hostname)
+		}
+	}
+
+	if l := etcdLines(c, "cp1", slowFdatasync); len(l) > 0 {
+		t.Errorf("cp1, whose disk is not slow, logged %q: %v", slowFdatasync, l)
+	}
 }
