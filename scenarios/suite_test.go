@@ -52,7 +52,10 @@ func TestScenarios(t *testing.T) {
 		// Our latency and gate toxics sit in the same chain and block the same way.
 		goleak.IgnoreTopFunction("github.com/talchaos/talchaos/harness/netfault.(*LatencyToxic).Pipe"),
 		goleak.IgnoreTopFunction("github.com/talchaos/talchaos/harness/netfault.(*GateToxic).Pipe"),
-		goleak.IgnoreTopFunction("github.com/Shopify/toxiproxy/v2/stream.(*ChanWriter).Write"))
+		goleak.IgnoreTopFunction("github.com/Shopify/toxiproxy/v2/stream.(*ChanWriter).Write"),
+		// A slow-disk fault's seccomp filter stays for the life of the
+		// process, and so does the goroutine that answers it (sim/diskgate).
+		goleak.IgnoreAnyFunction("github.com/talchaos/talchaos/sim/diskgate.serve"))
 
 	RegisterFailHandler(Fail)
 
@@ -81,6 +84,7 @@ var _ = Describe("built-in scenario", func() {
 			Expect(err).NotTo(HaveOccurred())
 
 			skipWithoutKubernetes(sc)
+			skipUnsupported(sc)
 
 			run := runRecorded(ctx, sc, 1)
 			Expect(run.err).NotTo(HaveOccurred())
@@ -111,6 +115,7 @@ var _ = Describe("built-in scenario rejudged", Label("seeds"), func() {
 				Expect(err).NotTo(HaveOccurred())
 
 				skipWithoutKubernetes(sc)
+				skipUnsupported(sc)
 
 				run := runRecorded(ctx, sc, seed)
 				Expect(run.err).NotTo(HaveOccurred())
@@ -416,6 +421,23 @@ func heavy(name string) any {
 	}
 
 	return Offset(0)
+}
+
+// skipUnsupported skips a scenario with a fault the sim cannot inject on
+// this machine, saying why (slow-disk needs seccomp user notification).
+func skipUnsupported(sc *scenario.Scenario) {
+	for _, f := range sc.Faults {
+		k, ok := f.Spec.(chaos.Kind)
+		if !ok {
+			continue
+		}
+
+		for _, c := range k.Needs(sc) {
+			if err := (sim.Target{}).Supports(c, ""); err != nil {
+				Skip(fmt.Sprintf("%s: %v", f.Name, err))
+			}
+		}
+	}
 }
 
 // skipWithoutKubernetes skips a scenario with Kubernetes, saying why, where

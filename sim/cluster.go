@@ -95,6 +95,11 @@ type Cluster struct {
 	discovery *discoveryClient
 	keepDir   bool
 
+	// diskMu guards diskReleases, the slow disks (slowdisk.go) the cluster
+	// lets go of when it closes.
+	diskMu       sync.Mutex
+	diskReleases []func()
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -616,6 +621,13 @@ func (c *Cluster) Node(name string) *Node {
 // Close stops every node, proxy and goroutine and removes the temp dir.
 func (c *Cluster) Close() error {
 	c.closeOnce.Do(func() {
+		// A sync still waiting on a slow disk runs now: etcd stops at once.
+		c.diskMu.Lock()
+		for _, release := range c.diskReleases {
+			release()
+		}
+		c.diskMu.Unlock()
+
 		c.cancel()
 		c.wg.Wait() // boots and reboots in flight see the cancelled context and end
 		c.kubeLB.close()

@@ -46,7 +46,10 @@ func run(m *testing.M) int {
 			goleak.IgnoreTopFunction("github.com/Shopify/toxiproxy/v2/toxics.(*NoopToxic).Pipe"),
 			goleak.IgnoreTopFunction("github.com/Shopify/toxiproxy/v2/stream.(*ChanWriter).Write"),
 			goleak.IgnoreTopFunction("github.com/talchaos/talchaos/harness/netfault.(*LatencyToxic).Pipe"),
-			goleak.IgnoreTopFunction("github.com/talchaos/talchaos/harness/netfault.(*GateToxic).Pipe")); err != nil {
+			goleak.IgnoreTopFunction("github.com/talchaos/talchaos/harness/netfault.(*GateToxic).Pipe"),
+			// A slow-disk fault's seccomp filter stays for the life of the
+			// process, and so does the goroutine that answers it.
+			goleak.IgnoreAnyFunction("github.com/talchaos/talchaos/sim/diskgate.serve")); err != nil {
 			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
 
 			code = 1

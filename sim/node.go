@@ -64,8 +64,10 @@ type Node struct {
 	override scenario.NodeOverride
 	dir      string
 	dataDir  string
-	pki      *etcdPKI
-	tlsConf  *tls.Config // etcd admin client TLS, as Talos's own etcd clients use
+	// diskSlowed: a slow-disk fault was injected on the node (slowdisk.go).
+	diskSlowed atomic.Bool
+	pki        *etcdPKI
+	tlsConf    *tls.Config // etcd admin client TLS, as Talos's own etcd clients use
 
 	api  *talosapi.Server
 	gate *netfault.Gate // on the peer proxy: cuts peer traffic by sender
@@ -1002,11 +1004,18 @@ func (n *Node) embedConfig(args etcdStartArgs, out io.Writer) (*embed.Config, er
 	tick := etcdTick(n.c.clock)
 	cfg.TickMs = uint(tick.Milliseconds())
 	cfg.ElectionMs = uint((electionFactor * tick).Milliseconds())
-	cfg.UnsafeNoFsync = true
+	// etcd skips its fsyncs for speed, except on a node whose disk a fault
+	// slows (slowdisk.go): they are what the fault delays.
+	cfg.UnsafeNoFsync = !n.syncsDisk()
 	cfg.EnableGRPCGateway = false
 
+	// Durations as etcd's own logger writes them (logutil's
+	// DefaultZapLoggerConfig): "took":"1.5s", not seconds as a number.
+	enc := zap.NewProductionEncoderConfig()
+	enc.EncodeDuration = zapcore.StringDurationEncoder
+
 	logger := zap.New(zapcore.NewCore(
-		zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()),
+		zapcore.NewJSONEncoder(enc),
 		zapcore.AddSync(out),
 		zap.InfoLevel,
 	))

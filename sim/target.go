@@ -8,6 +8,7 @@ import (
 	"github.com/talchaos/talchaos/harness/netfault"
 	"github.com/talchaos/talchaos/harness/scenario"
 	"github.com/talchaos/talchaos/harness/target"
+	"github.com/talchaos/talchaos/sim/diskgate"
 )
 
 // Target is the in-process simulation target ("sim").
@@ -22,6 +23,11 @@ func (Target) Name() string { return "sim" }
 func (Target) Capabilities() []target.Capability {
 	out := []target.Capability{target.PartitionNodes, target.IsolateNode, target.EtcdMembership, target.HoldTimeUnsynced, target.OffsetClock,
 		target.DiscoveryRegistry}
+
+	// A slow disk needs the kernel's seccomp user notification (package diskgate).
+	if diskgate.Available() == nil {
+		out = append(out, target.SlowDisk)
+	}
 
 	for _, p := range target.Ports {
 		out = append(out, target.ToxicOn(p))
@@ -43,7 +49,13 @@ func (Target) Capabilities() []target.Capability {
 }
 
 // Supports implements target.Target.
-func (t Target) Supports(c target.Capability, _ string) error { return target.Has(t, c) }
+func (t Target) Supports(c target.Capability, _ string) error {
+	if c == target.SlowDisk {
+		return diskgate.Available()
+	}
+
+	return target.Has(t, c)
+}
 
 // Disposable implements target.Target: simulated nodes live for one run.
 func (Target) Disposable() bool { return true }

@@ -277,6 +277,9 @@ func TestValidation(t *testing.T) {
 		{"discovery-partial", "{kind: discovery-partial, node: cp2, hide: [cp1, cp9], at: 0s}", `faults[0].hide[1]: unknown node "cp9"`},
 		{"discovery-partial", "{kind: discovery-partial, node: cp2, hide: [cp2], at: 0s}",
 			"faults[0].hide[0]: cp2 is the node itself, which always sees itself (its local affiliate)"},
+		{"slow-disk", "{kind: slow-disk, node: cp2, at: 0s}", "faults[0].latency: required: a duration up to 1m0s"},
+		{"slow-disk", "{kind: slow-disk, node: cp2, latency: 2m, at: 0s}", "faults[0].latency: must be between 1ms and 1m0s, got 2m0s"},
+		{"slow-disk", "{kind: slow-disk, node: w1, latency: 2s, at: 0s}", `faults[0].node: "w1" is a worker, which runs no etcd: slow-disk slows its etcd data`},
 	}
 
 	covered := map[string]bool{}

@@ -3,6 +3,7 @@ package check
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"time"
 
@@ -127,14 +128,14 @@ func (o *Observer) addEtcdLine(node, line string) {
 	at := o.log.Since()
 
 	// etcd warns of every slow request and unreachable peer; what a
-	// diagnosis can use is logged as an error.
-	if entry.Level != "warn" {
-		o.rec.Log(at, node, history.Log{Source: history.LogEtcd, Level: entry.Level, Text: line})
+	// diagnosis can use is mostly logged as an error, the rest is a few
+	// warnings (history.EtcdWarnings).
+	if entry.Level == "warn" && !slices.Contains(history.EtcdWarnings, entry.Msg) {
+		return
 	}
 
-	if entry.Level != "warn" {
-		o.log.Add(node, "log.etcd", entry.Level+": "+entry.Msg)
-	}
+	o.rec.Log(at, node, history.Log{Source: history.LogEtcd, Level: entry.Level, Text: line})
+	o.log.Add(node, "log.etcd", entry.Level+": "+entry.Msg)
 }
 
 func (o *Observer) addLine(node, line string) {

@@ -403,6 +403,15 @@ const PromotedLine = "successfully promoted etcd member"
 // mayPromoteMember). The line names no member.
 const RefusedPromotion = "rejecting promote learner: learner is not ready"
 
+// SlowFdatasync is what etcd's WAL logs, as a warning, when one fdatasync took
+// longer than a second (server/storage/wal/wal.go sync, warnSyncDuration).
+const SlowFdatasync = "slow fdatasync"
+
+// EtcdWarnings are the warnings of etcd's log a history keeps (its errors it
+// keeps all): etcd warns of every slow request and unreachable peer, so only
+// those a diagnosis reads.
+var EtcdWarnings = []string{SlowFdatasync}
+
 // RestartForever is in the message restart.Forever leaves on a service whose
 // task exited (internal/app/machined/pkg/system/runner/restart/restart.go).
 const RestartForever = "going to restart forever"

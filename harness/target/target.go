@@ -108,6 +108,8 @@ const (
 	// from the discovery service: nothing (unreachable), or only some
 	// affiliates.
 	DiscoveryRegistry Capability = "discovery"
+	// SlowDisk makes a node's syncs to its etcd data dir slow.
+	SlowDisk Capability = "slow-disk"
 )
 
 // Target provisions clusters.
@@ -313,4 +315,18 @@ type Discovery interface {
 	// HideAffiliates has the registry leave the nodes hidden out of what it
 	// answers node until healed.
 	HideAffiliates(ctx context.Context, node string, hidden []string) (Heal, error)
+}
+
+// Disks is implemented by clusters that act on a node's disk.
+type Disks interface {
+	// SlowDisk makes every fsync and fdatasync of a file in the node's etcd
+	// data dir (its WAL, its database) take at least latency, until healed.
+	SlowDisk(ctx context.Context, node string, latency time.Duration) (Heal, error)
+}
+
+// DiskFault is a scenario's fault parameters that slow a node's disk: a
+// target that skips syncs for speed (the sim's etcd) keeps them on that node
+// for the run. DiskNode is the node, or scenario.RandomNode.
+type DiskFault interface {
+	DiskNode() string
 }
