@@ -21,9 +21,11 @@ import (
 // scenario is named.
 var _ = Describe("certified", func() {
 	It("survives a refused apply and fails loudly on an invalid config", func(ctx SpecContext) {
-		// The scenarios run 60 times faster than real Talos: these waits
-		// end well inside their windows of 5 and 20 Talos minutes.
-		quick := bootstrap.Options{Apply: 4 * time.Second, Join: 12 * time.Second, Poll: 200 * time.Millisecond, Call: 2 * time.Second}
+		// The scenarios run 20 times faster than real Talos (not their 60):
+		// these waits end inside their windows of 5 and 20 Talos minutes
+		// (15 and 60 s) with room for a loaded machine, where a 12 s wait
+		// for the voters at 60x once ran out before they formed.
+		quick := bootstrap.Options{Apply: 10 * time.Second, Join: 40 * time.Second, Poll: 300 * time.Millisecond, Call: 3 * time.Second}
 
 		results, err := simtest.Certify(ctx, func(ctx context.Context, talosconfig *clientconfig.Config, nodes []simtest.Node, _ string) error {
 			var own []bootstrap.Node
@@ -32,7 +34,7 @@ var _ = Describe("certified", func() {
 			}
 
 			return bootstrap.Bootstrap(ctx, own, talosconfig, quick)
-		}, simtest.CertifyOptions{Scenarios: []string{"half-applied-config", "invalid-config"}})
+		}, simtest.CertifyOptions{Scenarios: []string{"half-applied-config", "invalid-config"}, TimeScale: 20})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(results).To(HaveLen(2))
 
