@@ -21,7 +21,7 @@ func (Target) Name() string { return "sim" }
 // engine's own calls are covered too.
 func (Target) Capabilities() []target.Capability {
 	out := []target.Capability{target.PartitionNodes, target.IsolateNode, target.EtcdMembership, target.HoldTimeUnsynced, target.OffsetClock,
-		target.DiscoveryRegistry}
+		target.DiscoveryRegistry, target.HoldAddressDown}
 
 	for _, p := range target.Ports {
 		out = append(out, target.ToxicOn(p))

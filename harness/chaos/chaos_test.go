@@ -277,6 +277,11 @@ func TestValidation(t *testing.T) {
 		{"discovery-partial", "{kind: discovery-partial, node: cp2, hide: [cp1, cp9], at: 0s}", `faults[0].hide[1]: unknown node "cp9"`},
 		{"discovery-partial", "{kind: discovery-partial, node: cp2, hide: [cp2], at: 0s}",
 			"faults[0].hide[0]: cp2 is the node itself, which always sees itself (its local affiliate)"},
+		{"address-late", "{kind: address-late, node: cp2, address: 10.0.0.2, at: 0s}", "faults[0].address: address-late needs cluster.network: without it a node has only its main address"},
+		{"address-late", "{kind: address-late, node: cp2, address: cp2, at: 0s}", "faults[0].address: required: one of the node's further addresses under cluster.network, an IP address"},
+		{"address-late", "{kind: address-late, node: cp2, address: 10.0.0.2, certificates: never, at: 0s}", `faults[0].certificates: unknown certificates "never": one of reissued, at-boot`},
+		{"address-late", "{kind: address-late, node: random, address: 10.0.0.2, at: 0s}", "faults[0].node: address-late names its node: the address is that node's"},
+		{"address-late", "{kind: address-late, node: w1, address: 10.0.0.2, at: 0s}", `faults[0].node: "w1" is a worker, which runs no etcd: address-late acts on its etcd certificates`},
 	}
 
 	covered := map[string]bool{}

@@ -78,6 +78,8 @@ var Kinds = []Kind{
 	// the node's view of the cluster discovery service
 	DiscoveryUnreachable{},
 	DiscoveryPartial{},
+	// the node's addresses
+	AddressLate{},
 }
 
 // Env is what a fault gets when it is injected.
