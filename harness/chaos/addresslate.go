@@ -51,6 +51,11 @@ func (AddressLate) Example() string {
 	return "{kind: address-late, node: cp2, address: 172.16.0.12, certificates: at-boot, at: 0s, for: 1m}"
 }
 
+// ExampleCluster: the example's addresses are talos #6110's subnets.
+func (AddressLate) ExampleCluster() string {
+	return "{controlPlanes: 3, workers: 1, network: {addresses: [10.197.230.11/24, 172.16.0.11/24]}}"
+}
+
 func (AddressLate) Needs(*scenario.Scenario) []target.Capability {
 	return []target.Capability{target.HoldAddressDown}
 }
