@@ -356,3 +356,30 @@ func TestDiscoveryKindsRefuseKubernetes(t *testing.T) {
 		}
 	}
 }
+
+// address-late names one of the node's further routed addresses under
+// cluster.network.
+func TestAddressLateValidation(t *testing.T) {
+	const head = "apiVersion: talchaos/v1\nkind: Scenario\nname: s\ncluster:\n  controlPlanes: 3\n" +
+		"  network: {addresses: [10.197.230.11/24, 172.16.0.11/24]}\n" +
+		"  nodes: {cp2: {addresses: [{address: 10.255.0.2, unrouted: true}]}}\nfaults:\n"
+
+	for _, tc := range []struct{ fault, want string }{
+		{"{kind: address-late, node: cp2, address: 172.16.0.12, at: 0s, for: 1m}", ""},
+		{"{kind: address-late, node: cp2, address: 172.16.0.12, certificates: at-boot, at: 0s}", ""},
+		{"{kind: address-late, node: cp2, address: 10.197.230.12, at: 0s}", "faults[0].address: 10.197.230.12 is cp2's main address, which the run reaches it at: one of [172.16.0.12]"},
+		{"{kind: address-late, node: cp2, address: 172.16.0.11, at: 0s}", "faults[0].address: 172.16.0.11 is not an address of cp2 under cluster.network: one of [172.16.0.12]"},
+		{"{kind: address-late, node: cp2, address: 10.255.0.2, at: 0s}", "faults[0].address: 10.255.0.2 is unrouted: the other nodes never reach it"},
+	} {
+		t.Run(tc.fault, func(t *testing.T) {
+			_, err := Parse("s.yaml", []byte(head+"  - "+tc.fault+"\n"))
+
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), "s.yaml:9: "+tc.want)):
+				t.Fatalf("error:\n%v\nwant:\ns.yaml:9: %s", err, tc.want)
+			}
+		})
+	}
+}
