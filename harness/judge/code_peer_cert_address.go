@@ -27,8 +27,9 @@ var _ = register(Code{
 
 // peerCertAddressMissing: a member's etcd logged that a peer's certificate
 // does not name the address it dialled the peer at (crypto/x509's
-// HostnameError through rafthttp: "failed to reach the peer URL", "prober
-// detected unhealthy status"). The address is the peer's (one of its
+// HostnameError: a joining member's "failed to get cluster response", the
+// leader's "failed to reach the peer URL", rafthttp's "prober detected
+// unhealthy status"). The address is the peer's (one of its
 // addresses the observer knows); a certificate issued from the node's
 // addresses before that one came up does not name it (talos #6110, on Talos
 // before v1.2.0, whose EtcdController did not follow the node's addresses).
@@ -53,7 +54,7 @@ func peerCertAddressMissing(ev *Evidence) []result.Diagnosis {
 
 			out = append(out, diag("peer-cert-address-missing", owner,
 				fmt.Sprintf("%s's etcd certificate names %s but not %s, the address its peers dial it at: "+
-					"it was issued before %s came up on %s, so TLS to it fails and the member gets nothing from them",
+					"it was issued before %s came up on %s, and every peer's TLS to it there fails",
 					owner, strings.Join(named, ", "), dialled, dialled, owner),
 				o.Name+" etcd: "+etcdSummary(l.Text), l.At))
 		}
