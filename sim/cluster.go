@@ -437,7 +437,8 @@ func (c *Cluster) newNode(ip, name string, index int) (*Node, error) {
 
 	var err error
 
-	if n.pki, err = writeEtcdPKI(filepath.Join(n.dir, "pki"), c.bundle.Certs.Etcd, name, n.addrList(), time.Now()); err != nil {
+	n.late.certAddrs = n.certAddresses()
+	if n.pki, err = writeEtcdPKI(filepath.Join(n.dir, "pki"), c.bundle.Certs.Etcd, name, n.late.certAddrs, time.Now()); err != nil {
 		return nil, err
 	}
 
@@ -652,6 +653,8 @@ func (c *Cluster) Close() error {
 			if n.gate != nil {
 				n.gate.Close()
 			}
+
+			n.closeSANGates()
 		}
 
 		if c.kube.Hyperkube != "" && c.claim != nil {

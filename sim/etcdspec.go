@@ -28,7 +28,9 @@ func (n *Node) nodePrefixes(cfg config.Provider) []netip.Prefix {
 
 	out := make([]netip.Prefix, 0, len(n.addrs)+1)
 	for _, a := range n.addrs {
-		out = append(out, a.Prefix())
+		if !n.isDown(a.Addr) { // a late address is not on the node yet (lateaddr.go)
+			out = append(out, a.Prefix())
+		}
 	}
 
 	if ip, held := n.vipHeld(); held {

@@ -201,13 +201,15 @@ func (n *Node) accumulate(ip netip.Addr) {
 	}
 }
 
-// addrList is every address of the node, its main one first: what Talos
-// sees on its interfaces (an unrouted address is on the node, only the
-// others cannot reach it).
+// addrList is every address of the node that is up, its main one first:
+// what Talos sees on its interfaces (an unrouted address is on the node,
+// only the others cannot reach it; a late one is not, lateaddr.go).
 func (n *Node) addrList() []netip.Addr {
 	out := make([]netip.Addr, 0, len(n.addrs))
 	for _, a := range n.addrs {
-		out = append(out, a.Addr)
+		if !n.isDown(a.Addr) {
+			out = append(out, a.Addr)
+		}
 	}
 
 	return out
@@ -215,7 +217,7 @@ func (n *Node) addrList() []netip.Addr {
 
 // hasAddress reports whether ip is one of the node's addresses.
 func (n *Node) hasAddress(ip string) bool {
-	return slices.ContainsFunc(n.addrs, func(a scenario.Address) bool { return a.Addr.String() == ip })
+	return slices.ContainsFunc(n.addrs, func(a scenario.Address) bool { return a.Addr.String() == ip && !n.isDown(a.Addr) })
 }
 
 // relayPorts are the ports a node's further routed addresses serve.
@@ -239,6 +241,15 @@ func (n *Node) startRelays() error {
 			p := toxiproxy.NewProxy(n.c.toxi, n.name+"-"+string(r.port)+"-"+a.Addr.String(), listen, n.proxies[r.port].Listen)
 			if err := p.Start(); err != nil {
 				return fmt.Errorf("relay %s: %w", listen, err)
+			}
+
+			// etcd's check of a peer's source address (lateaddr.go).
+			if r.port == target.PortEtcdPeer {
+				if err := n.addSANGate(a.Addr, p); err != nil {
+					p.Stop()
+
+					return fmt.Errorf("relay %s: %w", listen, err)
+				}
 			}
 
 			n.relays = append(n.relays, p)

@@ -130,6 +130,9 @@ type Node struct {
 	clk nodeClock
 	// disco is its cluster discovery client (discoveryfault.go).
 	disco nodeDiscovery
+	// late is the node's addresses not up yet and what its etcd
+	// certificates name (lateaddr.go).
+	late lateAddrs
 }
 
 // Hostname implements talosapi.Backend: the applied config's hostname
@@ -660,6 +663,11 @@ func (n *Node) boot() error {
 
 	ctx, cancel := context.WithCancel(n.c.ctx)
 
+	// secrets.Etcd lives in memory: the boot issues the certificates again.
+	n.late.mu.Lock()
+	n.late.bootIssued = false
+	n.late.mu.Unlock()
+
 	n.mu.Lock()
 	n.accumulated = nil
 	n.bootCtx, n.bootCancel = ctx, cancel
@@ -978,8 +986,16 @@ func (n *Node) embedConfig(args etcdStartArgs, out io.Writer) (*embed.Config, er
 	cfg.ClientTLSInfo = transport.TLSInfo{
 		CertFile: n.pki.ServerCert, KeyFile: n.pki.ServerKey, TrustedCAFile: n.pki.CACert, ClientCertAuth: true,
 	}
+	// etcd checks a peer's client certificate against the connection's
+	// source address (client/pkg/transport/listener_tls.go checkSAN); here
+	// every connection comes from the proxy in front of the listener, so the
+	// check is made where the peer's own source address is known: the relay
+	// gates of the node's further addresses (lateaddr.go; on its main
+	// address a peer's source is its main address, which its certificate
+	// always names).
 	cfg.PeerTLSInfo = transport.TLSInfo{
 		CertFile: n.pki.PeerCert, KeyFile: n.pki.PeerKey, TrustedCAFile: n.pki.CACert, ClientCertAuth: true,
+		SkipClientSANVerify: true,
 	}
 	// TLS 1.2 keeps the peer's client certificate readable on the wire, which is
 	// how the peer gate tells senders apart (see partition.go). embed applies
@@ -1076,15 +1092,13 @@ func (n *Node) rng(purpose string) *rand.Rand {
 	return r
 }
 
-// peerBackendHost is where etcd's peer listener sits behind the peer proxy.
-// etcd checks a peer's client certificate against the connection's source
-// address; connections from the proxy come from the listener's own address,
-// so it must be one every member's certificate names: 127.0.0.1 (as in
-// Talos's etcd certificates) when the node runs as a process in its own
-// network namespace, the node's loopback address in the sim (whose
-// connections come from 127.0.0.1 anyway), or the node's loopback twin when
-// its own address is not a loopback one (Kubernetes, hostaddr.go): a
-// connection to a non-loopback local address comes from that address.
+// peerBackendHost is where etcd's peer listener sits behind the peer proxy:
+// 127.0.0.1 when the node runs as a process in its own network namespace,
+// the node's loopback address in the sim, or the node's loopback twin when
+// its own address is not a loopback one (Kubernetes, hostaddr.go). The
+// proxy's connections come from there, not from the peer, so etcd's own
+// check of a peer's source address is left to the relay gates
+// (embedConfig, lateaddr.go).
 func (n *Node) peerBackendHost() string {
 	switch {
 	case n.c.single:

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/siderolabs/crypto/x509"
@@ -48,15 +49,17 @@ func writeEtcdPKI(dir string, ca *x509.PEMEncodedCertificateAndKey, hostname str
 	}
 
 	both := []stdx509.ExtKeyUsage{stdx509.ExtKeyUsageServerAuth, stdx509.ExtKeyUsageClientAuth}
-	// Talos's etcd certificates (etcd.PKIController through
-	// x509.NewCertificateAndKey with the node's addresses): every address
-	// of the node, and 127.0.0.1 for its local clients.
-	ips := make([]net.IP, 0, len(addrs)+1)
+	// Talos's etcd certificates (internal/pkg/etcd/certs.go buildOptions,
+	// written by secrets.EtcdController from the node's accumulated
+	// addresses, in their order): the peer certificate names the addresses
+	// alone, the server certificate 127.0.0.1 and ::1 besides, for the
+	// node's local clients (includeLocalhost).
+	peerIPs := make([]net.IP, 0, len(addrs))
 	for _, a := range addrs {
-		ips = append(ips, a.AsSlice())
+		peerIPs = append(peerIPs, a.AsSlice())
 	}
 
-	ips = append(ips, net.ParseIP("127.0.0.1"))
+	serverIPs := append(slices.Clone(peerIPs), net.ParseIP("127.0.0.1"), net.ParseIP("::1"))
 
 	issue := func(name string, opts ...x509.Option) (string, string, error) {
 		opts = append(opts, x509.NotBefore(now), x509.NotAfter(now.Add(etcdCertValidity)))
@@ -75,12 +78,12 @@ func writeEtcdPKI(dir string, ca *x509.PEMEncodedCertificateAndKey, hostname str
 	}
 
 	if p.ServerCert, p.ServerKey, err = issue("server",
-		x509.CommonName(hostname), x509.DNSNames([]string{hostname, "localhost"}), x509.IPAddresses(ips), x509.ExtKeyUsage(both)); err != nil {
+		x509.CommonName(hostname), x509.DNSNames([]string{hostname, "localhost"}), x509.IPAddresses(serverIPs), x509.ExtKeyUsage(both)); err != nil {
 		return nil, err
 	}
 
 	if p.PeerCert, p.PeerKey, err = issue("peer",
-		x509.CommonName(hostname), x509.DNSNames([]string{hostname}), x509.IPAddresses(ips), x509.ExtKeyUsage(both)); err != nil {
+		x509.CommonName(hostname), x509.DNSNames([]string{hostname}), x509.IPAddresses(peerIPs), x509.ExtKeyUsage(both)); err != nil {
 		return nil, err
 	}
 

@@ -78,6 +78,7 @@ func (n *Node) syncResources(ctx context.Context) error {
 		n.syncBlock(ctx, cfg),
 		n.syncNetwork(ctx, cfg),
 		n.syncTime(ctx, cfg),
+		n.syncEtcdCerts(ctx),
 		n.syncConfig(ctx, cfg, persisted),
 		n.syncDiscovery(ctx, cfg),
 	)
@@ -147,13 +148,20 @@ func (n *Node) syncNetwork(ctx context.Context, cfg config.Provider) error {
 	nic := uint32(0)
 
 	for _, a := range n.addrs {
+		down := n.isDown(a.Addr) // not up yet (lateaddr.go): no AddressStatus
+
 		if a.Bits == a.Addr.BitLen() {
-			addrs = append(addrs, addressStatus("lo", 1, a.Prefix(), nethelpers.ScopeGlobal))
+			if !down {
+				addrs = append(addrs, addressStatus("lo", 1, a.Prefix(), nethelpers.ScopeGlobal))
+			}
 
 			continue
 		}
 
-		addrs = append(addrs, addressStatus(fmt.Sprintf("eth%d", nic), 2+nic, a.Prefix(), nethelpers.ScopeGlobal))
+		if !down {
+			addrs = append(addrs, addressStatus(fmt.Sprintf("eth%d", nic), 2+nic, a.Prefix(), nethelpers.ScopeGlobal))
+		}
+
 		nic++
 	}
 

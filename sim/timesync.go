@@ -251,7 +251,14 @@ func (n *Node) issueEtcdCerts() error {
 		return nil
 	}
 
-	if _, err := writeEtcdPKI(filepath.Dir(n.pki.CACert), n.c.bundle.Certs.Etcd, n.name, n.addrList(), time.Now().Add(offset)); err != nil {
+	n.late.issue.Lock()
+	defer n.late.issue.Unlock()
+
+	n.late.mu.Lock()
+	addrs := n.late.certAddrs // the addresses they name (lateaddr.go)
+	n.late.mu.Unlock()
+
+	if _, err := writeEtcdPKI(filepath.Dir(n.pki.CACert), n.c.bundle.Certs.Etcd, n.name, addrs, time.Now().Add(offset)); err != nil {
 		return fmt.Errorf("error generating etcd certs: %w", err)
 	}
 

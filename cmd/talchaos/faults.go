@@ -88,6 +88,10 @@ func printFaults(out io.Writer, kinds []chaos.Kind, all bool) {
 
 		pw.Flush() //nolint:errcheck
 		fmt.Fprintf(out, "  example: %s\n", k.Example())
+
+		if c, ok := k.(chaos.ExampleCluster); ok {
+			fmt.Fprintf(out, "  (in a cluster: %s)\n", c.ExampleCluster())
+		}
 	}
 
 	if !all {

@@ -280,6 +280,11 @@ func TestValidation(t *testing.T) {
 		{"slow-disk", "{kind: slow-disk, node: cp2, at: 0s}", "faults[0].latency: required: a duration up to 1m0s"},
 		{"slow-disk", "{kind: slow-disk, node: cp2, latency: 2m, at: 0s}", "faults[0].latency: must be between 1ms and 1m0s, got 2m0s"},
 		{"slow-disk", "{kind: slow-disk, node: w1, latency: 2s, at: 0s}", `faults[0].node: "w1" is a worker, which runs no etcd: slow-disk slows its etcd data`},
+		{"address-late", "{kind: address-late, node: cp2, address: 10.0.0.2, at: 0s}", "faults[0].address: address-late needs cluster.network: without it a node has only its main address"},
+		{"address-late", "{kind: address-late, node: cp2, address: cp2, at: 0s}", "faults[0].address: required: one of the node's further addresses under cluster.network, an IP address"},
+		{"address-late", "{kind: address-late, node: cp2, address: 10.0.0.2, certificates: never, at: 0s}", `faults[0].certificates: unknown certificates "never": one of reissued, at-boot`},
+		{"address-late", "{kind: address-late, node: random, address: 10.0.0.2, at: 0s}", "faults[0].node: address-late names its node: the address is that node's"},
+		{"address-late", "{kind: address-late, node: w1, address: 10.0.0.2, at: 0s}", `faults[0].node: "w1" is a worker, which runs no etcd: address-late acts on its etcd certificates`},
 	}
 
 	covered := map[string]bool{}
@@ -352,5 +357,32 @@ func TestDiscoveryKindsRefuseKubernetes(t *testing.T) {
 			!strings.Contains(err.Error(), "is not modelled with cluster.kubernetes: a control plane also finds the others through the kubernetes endpoints") {
 			t.Errorf("%s: %v", f, err)
 		}
+	}
+}
+
+// address-late names one of the node's further routed addresses under
+// cluster.network.
+func TestAddressLateValidation(t *testing.T) {
+	const head = "apiVersion: talchaos/v1\nkind: Scenario\nname: s\ncluster:\n  controlPlanes: 3\n" +
+		"  network: {addresses: [10.197.230.11/24, 172.16.0.11/24]}\n" +
+		"  nodes: {cp2: {addresses: [{address: 10.255.0.2, unrouted: true}]}}\nfaults:\n"
+
+	for _, tc := range []struct{ fault, want string }{
+		{"{kind: address-late, node: cp2, address: 172.16.0.12, at: 0s, for: 1m}", ""},
+		{"{kind: address-late, node: cp2, address: 172.16.0.12, certificates: at-boot, at: 0s}", ""},
+		{"{kind: address-late, node: cp2, address: 10.197.230.12, at: 0s}", "faults[0].address: 10.197.230.12 is cp2's main address, which the run reaches it at: one of [172.16.0.12]"},
+		{"{kind: address-late, node: cp2, address: 172.16.0.11, at: 0s}", "faults[0].address: 172.16.0.11 is not an address of cp2 under cluster.network: one of [172.16.0.12]"},
+		{"{kind: address-late, node: cp2, address: 10.255.0.2, at: 0s}", "faults[0].address: 10.255.0.2 is unrouted: the other nodes never reach it"},
+	} {
+		t.Run(tc.fault, func(t *testing.T) {
+			_, err := Parse("s.yaml", []byte(head+"  - "+tc.fault+"\n"))
+
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), "s.yaml:9: "+tc.want)):
+				t.Fatalf("error:\n%v\nwant:\ns.yaml:9: %s", err, tc.want)
+			}
+		})
 	}
 }

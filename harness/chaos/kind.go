@@ -80,6 +80,8 @@ var Kinds = []Kind{
 	DiscoveryPartial{},
 	// the node's disk
 	SlowDisk{},
+	// the node's addresses
+	AddressLate{},
 }
 
 // Env is what a fault gets when it is injected.

@@ -128,10 +128,22 @@ func ParamsOf(k Kind) map[string]any {
 	return out
 }
 
+// ExampleCluster is implemented by kinds whose example needs more of the
+// cluster than three control planes and a worker (cluster.network).
+type ExampleCluster interface {
+	ExampleCluster() string
+}
+
 // ParseExample parses a kind's example as the one fault of a scenario with
-// three control planes and a worker, the way a scenario file would be.
+// three control planes and a worker (or the kind's ExampleCluster), the way
+// a scenario file would be.
 func ParseExample(k Kind) (*scenario.Scenario, error) {
-	doc := "apiVersion: talchaos/v1\nkind: Scenario\nname: example\ncluster: {controlPlanes: 3, workers: 1}\nfaults:\n  - " + k.Example() + "\n"
+	cluster := "{controlPlanes: 3, workers: 1}"
+	if c, ok := k.(ExampleCluster); ok {
+		cluster = c.ExampleCluster()
+	}
+
+	doc := "apiVersion: talchaos/v1\nkind: Scenario\nname: example\ncluster: " + cluster + "\nfaults:\n  - " + k.Example() + "\n"
 
 	return Parse(k.Kind()+" example", []byte(doc))
 }

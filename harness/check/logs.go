@@ -119,6 +119,7 @@ func (o *Observer) addEtcdLine(node, line string) {
 	var entry struct {
 		Level string `json:"level"`
 		Msg   string `json:"msg"`
+		Error string `json:"error"`
 	}
 
 	if err := json.Unmarshal([]byte(line), &entry); err != nil || (entry.Level != "warn" && entry.Level != "error" && entry.Level != "fatal") {
@@ -129,13 +130,36 @@ func (o *Observer) addEtcdLine(node, line string) {
 
 	// etcd warns of every slow request and unreachable peer; what a
 	// diagnosis can use is mostly logged as an error, the rest is a few
-	// warnings (history.EtcdWarnings).
-	if entry.Level == "warn" && !slices.Contains(history.EtcdWarnings, entry.Msg) {
+	// warnings (history.EtcdWarnings) and a peer's certificate not naming
+	// the address dialled (Go's HostnameError, a warning of rafthttp's: the
+	// first of each error per node).
+	if entry.Level == "warn" && !slices.Contains(history.EtcdWarnings, entry.Msg) && !o.firstCertWarning(node, entry.Error) {
 		return
 	}
 
 	o.rec.Log(at, node, history.Log{Source: history.LogEtcd, Level: entry.Level, Text: line})
 	o.log.Add(node, "log.etcd", entry.Level+": "+entry.Msg)
+}
+
+// firstCertWarning reports whether errText is a certificate's hostname
+// error (crypto/x509 HostnameError, "x509: certificate is valid for A, not
+// B") node's etcd has not logged before.
+func (o *Observer) firstCertWarning(node, errText string) bool {
+	if !strings.Contains(errText, history.CertificateNameText) {
+		return false
+	}
+
+	o.mu.Lock()
+	defer o.mu.Unlock()
+
+	key := node + " " + errText
+	if o.certWarns[key] {
+		return false
+	}
+
+	o.certWarns[key] = true
+
+	return true
 }
 
 func (o *Observer) addLine(node, line string) {

@@ -42,6 +42,7 @@ type Observer struct {
 	pending   map[string]bool        // the node's last log line is not in the event log yet
 	following map[string]bool        // "node/log" streams running now
 	seen      map[string]logPosition // "node/log" lines read so far
+	certWarns map[string]bool        // "node error" certificate warnings of etcd's recorded
 
 	narrMu   sync.Mutex
 	narrated int // the mode changes of the live evidence told so far
@@ -84,6 +85,7 @@ func NewObserver(ctx context.Context, nodes []target.Node, cfg *clientconfig.Con
 		pending:     map[string]bool{},
 		following:   map[string]bool{},
 		seen:        map[string]logPosition{},
+		certWarns:   map[string]bool{},
 	}
 
 	for _, n := range nodes {

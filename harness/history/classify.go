@@ -192,3 +192,22 @@ func CertificateTime(text string) (now, bound time.Time, before, ok bool) {
 
 	return now, bound, m[2] == "before", err1 == nil && err2 == nil
 }
+
+// CertificateNameText begins crypto/x509's HostnameError for an IP address
+// a certificate does not name: "x509: certificate is valid for A, B, not
+// C" (the certificate's IP addresses, then the one dialled).
+const CertificateNameText = "x509: certificate is valid for "
+
+// certificateNameRE reads it: the addresses named, the address dialled.
+var certificateNameRE = regexp.MustCompile(regexp.QuoteMeta(CertificateNameText) + `(.+?), not ([0-9A-Fa-f.:]+)`)
+
+// CertificateName reads an error text of a certificate that does not name
+// the address dialled: the addresses it names, and the address.
+func CertificateName(text string) (named []string, dialled string, ok bool) {
+	m := certificateNameRE.FindStringSubmatch(text)
+	if m == nil {
+		return nil, "", false
+	}
+
+	return strings.Split(m[1], ", "), m[2], true
+}

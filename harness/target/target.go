@@ -6,6 +6,7 @@ package target
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"slices"
 	"time"
 
@@ -110,6 +111,9 @@ const (
 	DiscoveryRegistry Capability = "discovery"
 	// SlowDisk makes a node's syncs to its etcd data dir slow.
 	SlowDisk Capability = "slow-disk"
+	// HoldAddressDown keeps one of a node's further addresses from coming
+	// up until healed.
+	HoldAddressDown Capability = "address-late"
 )
 
 // Target provisions clusters.
@@ -293,6 +297,14 @@ func EtcdRPC(rpc string) bool { return rpc == "MemberAddAsLearner" || rpc == "Me
 // APIFaults is implemented by clusters that intercept API calls.
 type APIFaults interface {
 	InterceptAPI(ctx context.Context, node string, f APIFault) (Heal, error)
+}
+
+// Addresses is implemented by clusters that act on a node's addresses.
+type Addresses interface {
+	// HoldAddressDown keeps the node's further address ip off it (its
+	// interface not up yet) until healed. atBoot: from then on the node
+	// issues its etcd certificates once per boot, as Talos before v1.2.0 did.
+	HoldAddressDown(ctx context.Context, node string, ip netip.Addr, atBoot bool) (Heal, error)
 }
 
 // Clocks is implemented by clusters that act on a node's clock and its time

@@ -1,0 +1,155 @@
+package sim_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/siderolabs/talos/pkg/machinery/api/machine"
+	"github.com/siderolabs/talos/pkg/machinery/client"
+
+	"github.com/talchaos/talchaos/harness/chaos"
+	"github.com/talchaos/talchaos/harness/scenario"
+	"github.com/talchaos/talchaos/sim"
+	"github.com/talchaos/talchaos/sim/simtest"
+)
+
+// talos6110 is talos #6110's network: a public and a private subnet, etcd
+// advertising the private one (cluster.etcd.advertisedSubnets).
+func talos6110() *scenario.Scenario {
+	sc := newScenario(2)
+	sc.Cluster.Network = &scenario.Network{Addresses: []string{"10.197.230.11/24", "172.16.0.11/24"}}
+	sc.Cluster.ConfigPatches = []scenario.ConfigPatch{
+		{Patch: "cluster:\n  etcd:\n    advertisedSubnets: [172.16.0.0/24]\n"},
+	}
+
+	return sc
+}
+
+// cp2's private address comes up after its config is applied and its etcd
+// certificates are issued. Talos v1.12.6 issues them again for it (its
+// EtcdController follows the node's addresses): cp2 joins on it and both
+// are voters, no peer ever sees a certificate without it. Issued once per
+// boot, as Talos before v1.2.0 did, the peer certificate names the public
+// address only: cp1's etcd dialling cp2 at its private address gets Go's
+// exact "x509: certificate is valid for 10.197.230.12, not 172.16.0.12"
+// (talos #6110), and cp2 stays a learner.
+func TestAddressLate(t *testing.T) {
+	// crypto/tls's error around crypto/x509's HostnameError, as etcd's
+	// peer transport logs it.
+	const x509Text = "tls: failed to verify certificate: x509: certificate is valid for 10.197.230.12, not 172.16.0.12"
+
+	for _, tc := range []struct {
+		name  string
+		certs string
+		// stuck: cp2 stays a learner, and cp1's etcd logs x509Text.
+		stuck bool
+	}{
+		{name: "Talos v1.12.6: certificates issued again", certs: ""},
+		{name: "before v1.2.0: certificates issued once per boot", certs: chaos.CertsAtBoot, stuck: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+
+			c := simtest.FromScenario(t, talos6110(), 1)
+			nodes := c.Nodes()
+			heal := inject(t, ctx, c, chaos.AddressLate{Node: "cp2", Address: "172.16.0.12", Certificates: tc.certs})
+
+			cl := applyAndBootstrap(t, ctx, c, nodes[0].Endpoint)
+
+			// cp2 has its config and no address in the advertised subnet:
+			// no etcd spec; its certificates are issued meanwhile.
+			eventually(t, 30*time.Second, func() error { return etcdMessage(ctx, cl, "10.197.230.12", "Waiting for etcd spec") })
+			time.Sleep(2 * time.Second)
+
+			if err := heal(); err != nil {
+				t.Fatal(err)
+			}
+
+			if !tc.stuck {
+				eventually(t, 90*time.Second, func() error { return voters(ctx, cl, 2) })
+
+				if l := logged(c, "cp1", "x509: certificate is valid for"); l != "" {
+					t.Errorf("cp1's etcd: %s", l)
+				}
+
+				return
+			}
+
+			eventually(t, 60*time.Second, func() error {
+				if logged(c, "cp1", x509Text) == "" {
+					return errors.New("cp1's etcd log has no " + x509Text)
+				}
+
+				return nil
+			})
+
+			// Without a peer connection either way the learner gets nothing.
+			time.Sleep(5 * time.Second)
+
+			if err := voters(ctx, cl, 2); err == nil {
+				t.Errorf("cp2 became a voter with a peer certificate lacking its advertised address")
+			}
+		})
+	}
+}
+
+// etcdMessage checks the last event of node's etcd service.
+func etcdMessage(ctx context.Context, cl *client.Client, node, want string) error {
+	resp, err := cl.ServiceList(client.WithNode(ctx, node))
+	if err != nil {
+		return err
+	}
+
+	for _, s := range resp.GetMessages()[0].GetServices() {
+		if s.GetId() != "etcd" {
+			continue
+		}
+
+		ev := s.GetEvents().GetEvents()
+		if len(ev) > 0 && strings.Contains(ev[len(ev)-1].GetMsg(), want) {
+			return nil
+		}
+
+		return fmt.Errorf("etcd: %v, want %q", ev, want)
+	}
+
+	return errors.New("no etcd service")
+}
+
+// voters checks the member list has n voters.
+func voters(ctx context.Context, cl *client.Client, n int) error {
+	resp, err := cl.EtcdMemberList(ctx, &machine.EtcdMemberListRequest{})
+	if err != nil {
+		return err
+	}
+
+	got := 0
+
+	for _, m := range resp.GetMessages()[0].GetMembers() {
+		if !m.GetIsLearner() {
+			got++
+		}
+	}
+
+	if got != n {
+		return fmt.Errorf("%d voters, want %d", got, n)
+	}
+
+	return nil
+}
+
+// logged is the first line of node's etcd log holding text, or "".
+func logged(c *sim.Cluster, node, text string) string {
+	for _, l := range c.Node(node).Log("etcd").Lines() {
+		if strings.Contains(l, text) {
+			return l
+		}
+	}
+
+	return ""
+}
