@@ -4,11 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/Shopify/toxiproxy/v2"
 
@@ -121,13 +119,9 @@ func (n *Node) syncEtcdCerts(ctx context.Context) error {
 	offset := n.clk.offset
 	n.clk.mu.Unlock()
 
-	if _, err := writeEtcdPKI(filepath.Dir(n.pki.CACert), n.c.bundle.Certs.Etcd, n.name, want, time.Now().Add(offset)); err != nil {
-		return fmt.Errorf("error generating etcd certs: %w", err)
+	if err := n.writeEtcdCerts(want, offset); err != nil {
+		return err
 	}
-
-	n.clk.mu.Lock()
-	n.clk.pkiOffset = offset
-	n.clk.mu.Unlock()
 
 	n.late.mu.Lock()
 	n.late.certAddrs = want

@@ -258,6 +258,13 @@ func (n *Node) issueEtcdCerts() error {
 	addrs := n.late.certAddrs // the addresses they name (lateaddr.go)
 	n.late.mu.Unlock()
 
+	return n.writeEtcdCerts(addrs, offset)
+}
+
+// writeEtcdCerts issues the node's etcd certificates for addrs from its
+// clock (now plus offset) over the files its etcd reads, and keeps the
+// offset they were issued at. The caller holds n.late.issue.
+func (n *Node) writeEtcdCerts(addrs []netip.Addr, offset time.Duration) error {
 	if _, err := writeEtcdPKI(filepath.Dir(n.pki.CACert), n.c.bundle.Certs.Etcd, n.name, addrs, time.Now().Add(offset)); err != nil {
 		return fmt.Errorf("error generating etcd certs: %w", err)
 	}
