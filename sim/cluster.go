@@ -424,6 +424,7 @@ func (c *Cluster) newNode(ip, name string, index int) (*Node, error) {
 		resync:     make(chan struct{}, 1),
 		disco:      nodeDiscovery{wake: make(chan struct{}, 1)},
 	}
+	n.events = talosapi.NewEventLog(n.Now)
 
 	if n.override.EtcdImagePull.Duration == 0 {
 		n.override.EtcdImagePull.Duration = scenario.DefaultEtcdImagePull

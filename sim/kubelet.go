@@ -289,6 +289,10 @@ func (n *Node) runKubernetes(ctx context.Context) {
 
 	n.goBoot(func() { n.runKWOK(ctx, kl) })
 
+	n.mu.Lock()
+	n.kubeletKubeconfig = kl.Kubeconfig
+	n.mu.Unlock()
+
 	k.sync(ctx, kl.Kubeconfig)
 }
 
@@ -313,34 +317,14 @@ func (n *Node) runKWOK(ctx context.Context, kl *kubecp.Kubelet) {
 // sync registers the node and keeps the mirror pods and Talos's
 // StaticPodStatus resources as the static pods are, until ctx ends.
 func (k *kubelet) sync(ctx context.Context, kubeconfigPath string) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfigPath)
+	client, closeClient, err := kubeletClient(kubeconfigPath)
 	if err != nil {
 		k.n.machined.Printf("kubelet: %v", err)
 
 		return
 	}
 
-	cfg.Timeout = kubeRequestTimeout
-
-	conns := &kubeclient.Conns{}
-	cfg.Dial = conns.DialContext
-
-	hc, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		k.n.machined.Printf("kubelet: %v", err)
-
-		return
-	}
-
-	defer conns.Close()
-	defer hc.CloseIdleConnections()
-
-	client, err := kubernetes.NewForConfigAndClient(cfg, hc)
-	if err != nil {
-		k.n.machined.Printf("kubelet: %v", err)
-
-		return
-	}
+	defer closeClient()
 
 	var node *corev1.Node
 
@@ -352,7 +336,9 @@ func (k *kubelet) sync(ctx context.Context, kubeconfigPath string) {
 		k.writeStatuses(ctx)
 
 		if node == nil {
-			node = k.register(ctx, client)
+			if node = k.register(ctx, client); node != nil {
+				node = k.uncordon(ctx, client, node)
+			}
 		}
 
 		if node != nil {
@@ -518,4 +504,33 @@ func (k *kubelet) applyManifests(ctx context.Context, client kubernetes.Interfac
 	}
 
 	return true
+}
+
+// kubeletClient is a client with the kubelet's credentials, closed by the
+// function it returns.
+func kubeletClient(kubeconfigPath string) (kubernetes.Interface, func(), error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfigPath)
+	if err != nil {
+		return nil, nil, err
+	}
+
+	cfg.Timeout = kubeRequestTimeout
+
+	conns := &kubeclient.Conns{}
+	cfg.Dial = conns.DialContext
+
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+
+	client, err := kubernetes.NewForConfigAndClient(cfg, hc)
+	if err != nil {
+		hc.CloseIdleConnections()
+		conns.Close()
+
+		return nil, nil, err
+	}
+
+	return client, func() { hc.CloseIdleConnections(); conns.Close() }, nil
 }

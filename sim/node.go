@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/google/uuid"
 	"hash/fnv"
 	"io"
 	"io/fs"
@@ -133,6 +134,18 @@ type Node struct {
 	// late is the node's addresses not up yet and what its etcd
 	// certificates name (lateaddr.go).
 	late lateAddrs
+
+	// events is machined's event stream, started afresh by each boot;
+	// bootID (under mu) is the kernel's boot ID of this boot.
+	events *talosapi.EventLog
+	bootID string
+	// upgrading is held while an upgrade sequence runs (upgrade.go);
+	// upgradedTo (under mu) is the version an upgrade installed.
+	upgrading  sync.Mutex
+	upgradedTo string
+	// kubeletKubeconfig is the kubelet's kubeconfig of this boot, which
+	// the upgrade's drain uses as Talos's does (drain.go).
+	kubeletKubeconfig string
 }
 
 // Hostname implements talosapi.Backend: the applied config's hostname
@@ -288,7 +301,7 @@ func (n *Node) ApplyConfig(_ context.Context, cfg config.Provider, mode machine.
 	n.saveState()
 
 	if mode == machine.ApplyConfigurationRequest_REBOOT { //nolint:staticcheck // the mode being applied
-		return n.Reboot()
+		return n.Reboot("")
 	}
 
 	return nil
@@ -446,9 +459,17 @@ func (n *Node) newEtcdClient(ctx context.Context, endpoints []string) (*clientv3
 
 // Reboot implements talosapi.Backend: the reply goes out first, then the node
 // goes down and comes back with its config and etcd data.
-func (n *Node) Reboot() error {
+// The reboot sequence's events are published up to stopAllServices, when
+// the API stops.
+func (n *Node) Reboot(actorID string) error {
 	n.c.wg.Go(func() {
 		n.replyGrace()
+
+		n.mu.Lock()
+		ctx := n.bootCtx
+		n.mu.Unlock()
+
+		n.runSequence(ctx, "reboot", rebootPhases(), actorID)
 		n.powerCycle(cycle{})
 	})
 
@@ -566,6 +587,9 @@ type cycle struct {
 	halt bool
 	// cut: the power is cut; etcd gets no SIGTERM, no leadership transfer.
 	cut bool
+	// stage is the machine's stage while it goes down, when not the one
+	// the cycle implies (an upgrade's reboot).
+	stage runtime.MachineStage
 }
 
 // powerCycle takes the node down (services stopped, API closed), erases what
@@ -593,6 +617,10 @@ func (n *Node) powerCycle(c cycle) {
 	stage := runtime.MachineStageRebooting
 	if wipe != wipeNothing {
 		stage = runtime.MachineStageResetting
+	}
+
+	if c.stage != 0 {
+		stage = c.stage
 	}
 
 	n.setStage(stage)
@@ -657,9 +685,11 @@ func (n *Node) boot() error {
 		return nil
 	}
 
-	// machined keeps its logs in memory: a boot starts them afresh.
+	// machined keeps its logs and events in memory: a boot starts them
+	// afresh, and the kernel draws a new boot ID.
 	n.machined.Reset()
 	n.etcdLog.Reset()
+	n.events.Reset()
 
 	ctx, cancel := context.WithCancel(n.c.ctx)
 
@@ -670,6 +700,7 @@ func (n *Node) boot() error {
 
 	n.mu.Lock()
 	n.accumulated = nil
+	n.bootID = uuid.New().String()
 	n.bootCtx, n.bootCancel = ctx, cancel
 	n.booted = true
 	n.ready = false
@@ -938,8 +969,8 @@ func (n *Node) writeMachineStatus(stage runtime.MachineStage, ready bool, unmet 
 
 	existing, err := n.resources.Get(ctx, ms.Metadata())
 	if err != nil {
-		if state.IsNotFoundError(err) {
-			n.resources.Create(ctx, ms) //nolint:errcheck
+		if state.IsNotFoundError(err) && n.resources.Create(ctx, ms) == nil {
+			n.publishMachineStatus(ms)
 		}
 
 		return
@@ -951,7 +982,25 @@ func (n *Node) writeMachineStatus(stage runtime.MachineStage, ready bool, unmet 
 	}
 
 	ms.Metadata().SetVersion(existing.Metadata().Version())
-	n.resources.Update(ctx, ms) //nolint:errcheck
+
+	if n.resources.Update(ctx, ms) == nil {
+		n.publishMachineStatus(ms)
+	}
+}
+
+// publishMachineStatus is MachineStatusPublisherController
+// (controllers/runtime/machine_status_publisher.go): every change of the
+// MachineStatus resource is an event.
+func (n *Node) publishMachineStatus(ms *runtime.MachineStatus) {
+	unmet := make([]*machine.MachineStatusEvent_MachineStatus_UnmetCondition, 0, len(ms.TypedSpec().Status.UnmetConditions))
+	for _, c := range ms.TypedSpec().Status.UnmetConditions {
+		unmet = append(unmet, &machine.MachineStatusEvent_MachineStatus_UnmetCondition{Name: c.Name, Reason: c.Reason})
+	}
+
+	n.events.Publish(&machine.MachineStatusEvent{
+		Stage:  machine.MachineStatusEvent_MachineStage(ms.TypedSpec().Stage),
+		Status: &machine.MachineStatusEvent_MachineStatus{Ready: ms.TypedSpec().Status.Ready, UnmetConditions: unmet},
+	}, "")
 }
 
 // embedConfig is the etcd command line Talos builds, as an embed.Config.

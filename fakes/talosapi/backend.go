@@ -96,8 +96,13 @@ type Backend interface {
 	// may restart or start (kubelet).
 	RestartService(ctx context.Context, id string) error
 
-	// Reboot, Shutdown and Reset run asynchronously after the reply is sent.
-	Reboot() error
+	// EtcdClientTo is a client to the given endpoints (a member's client
+	// URLs), configured as EtcdClient's.
+	EtcdClientTo(ctx context.Context, endpoints []string) (*clientv3.Client, error)
+
+	// Reboot, Shutdown and Reset run asynchronously after the reply is sent;
+	// the reboot sequence's events carry actorID.
+	Reboot(actorID string) error
 	Shutdown() error
 	Reset(req *machine.ResetRequest) error
 
@@ -112,4 +117,15 @@ type Backend interface {
 	QueryTimeServer(ctx context.Context, server string) (time.Time, error)
 	// Log returns the log of a service ("machined", "etcd") or nil.
 	Log(id string) *LogBuffer
+	// Events is machined's event stream of the current boot.
+	Events() *EventLog
+	// BootID is the kernel's boot ID: new at every boot.
+	BootID() string
+	// UpgradedTo is the Talos version an upgrade installed (its installer
+	// image's tag), "" while the node runs the one it started with.
+	UpgradedTo() string
+	// Upgrade runs the upgrade sequence after the reply (the checks are
+	// done); its events carry actorID. While another upgrade runs it
+	// publishes UpgradeSequenceLocked instead.
+	Upgrade(req *machine.UpgradeRequest, actorID string) error
 }

@@ -288,11 +288,17 @@ func (m *machineServer) ServiceList(context.Context, *emptypb.Empty) (*machine.S
 	return &machine.ServiceListResponse{Messages: []*machine.ServiceList{{Services: m.backend().Services()}}}, nil
 }
 
-// Version reports the profile's Talos version and platform mode "container".
+// Version reports the profile's Talos version (or the one an upgrade
+// installed) and platform mode "container".
 func (m *machineServer) Version(context.Context, *emptypb.Empty) (*machine.VersionResponse, error) {
+	tag := m.s.opts.Version
+	if t := m.backend().UpgradedTo(); t != "" {
+		tag = t
+	}
+
 	return &machine.VersionResponse{Messages: []*machine.Version{{
 		Version: &machine.VersionInfo{
-			Tag:       m.s.opts.Version,
+			Tag:       tag,
 			Sha:       "talchaos",
 			GoVersion: runtime.Version(),
 			Os:        runtime.GOOS,
@@ -308,7 +314,7 @@ func (m *machineServer) Reboot(context.Context, *machine.RebootRequest) (*machin
 	actorID := uuid.New().String()
 	m.machinedLog("reboot via API received. actor id: %s", actorID)
 
-	if err := m.backend().Reboot(); err != nil {
+	if err := m.backend().Reboot(actorID); err != nil {
 		return nil, err
 	}
 
@@ -327,13 +333,6 @@ func (m *machineServer) Shutdown(context.Context, *machine.ShutdownRequest) (*ma
 	}
 
 	return &machine.ShutdownResponse{Messages: []*machine.Shutdown{{ActorId: actorID}}}, nil
-}
-
-// Upgrade is refused as by a node that cannot upgrade: checkSupported in the
-// platform mode the node reports (Version: "container"), which has no
-// upgrade (internal/app/machined/pkg/runtime/mode.go).
-func (m *machineServer) Upgrade(context.Context, *machine.UpgradeRequest) (*machine.UpgradeResponse, error) {
-	return nil, status.Errorf(codes.FailedPrecondition, "method is not supported in %s mode", "container")
 }
 
 // Reset is asynchronous; graceful=false leaves the etcd member behind.

@@ -1,0 +1,232 @@
+package sim_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/siderolabs/talos/pkg/machinery/api/machine"
+	"github.com/siderolabs/talos/pkg/machinery/client"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+func bootID(ctx context.Context, cl *client.Client) (string, error) {
+	r, err := cl.Read(ctx, "/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return "", err
+	}
+
+	defer r.Close() //nolint:errcheck
+
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return "", err
+	}
+
+	return strings.TrimSpace(string(b)), r.Close()
+}
+
+// actorEvents collects the events of one actor from a node until the task
+// stopAllServices starts (apid stops there) or the stream ends.
+func actorEvents(t *testing.T, ctx context.Context, cl *client.Client, actorID string) []client.Event {
+	t.Helper()
+
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+
+	ch := make(chan client.EventResult)
+	if err := cl.EventsWatchV2(ctx, ch, client.WithTailEvents(-1), client.WithActorID(actorID)); err != nil {
+		t.Fatal(err)
+	}
+
+	var out []client.Event
+
+	for {
+		select {
+		case <-ctx.Done():
+			return out
+		case r := <-ch:
+			if r.Error != nil {
+				return out
+			}
+
+			out = append(out, r.Event)
+
+			if te, ok := r.Event.Payload.(*machine.TaskEvent); ok && te.GetTask() == "stopAllServices" {
+				return out
+			}
+		}
+	}
+}
+
+// An upgrade as v1.12.6 runs it on metal: the reply acknowledges it, the
+// sequence's phases and tasks come as events for the call's actor, the node
+// reboots (a new boot ID), reports the installer's version, and its etcd
+// member comes back from its data directory: the same member, a voter.
+func TestUpgradeRebootsIntoTheInstalledVersion(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	c := formed(t, ctx, 3)
+	nodes := c.Nodes()
+	cl1 := secure(t, ctx, c, nodes[0])
+	cl2 := secure(t, ctx, c, nodes[1])
+
+	before, err := bootID(ctx, cl2)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	id := memberID(ctx, t, cl2)
+
+	resp, err := cl2.UpgradeWithOptions(ctx, client.WithUpgradeImage("ghcr.io/siderolabs/installer:v1.12.7"))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if got := resp.Messages[0].GetAck(); got != "Upgrade request received" {
+		t.Errorf("ack %q", got)
+	}
+
+	actor := resp.Messages[0].GetActorId()
+
+	var phases []string
+
+	for _, e := range actorEvents(t, ctx, cl2, actor) {
+		if e.ActorID != actor {
+			t.Errorf("event of actor %q in a watch of %q", e.ActorID, actor)
+		}
+
+		if p, ok := e.Payload.(*machine.PhaseEvent); ok && p.GetAction() == machine.PhaseEvent_START {
+			phases = append(phases, p.GetPhase())
+		}
+	}
+
+	want := []string{"drain", "cleanup", "dbus", "stopServices", "unmount", "unmountBind", "unmountSystem", "volumeFinalize", "upgrade", "meta", "kexec", "stopEverything"}
+	if !slices.Equal(phases, want) {
+		t.Errorf("phases %v, want %v", phases, want)
+	}
+
+	eventually(t, 2*time.Minute, func() error {
+		after, err := bootID(ctx, cl2)
+		if err != nil {
+			return err
+		}
+
+		if after == before {
+			return errors.New("boot ID unchanged")
+		}
+
+		v, err := cl2.Version(ctx)
+		if err != nil {
+			return err
+		}
+
+		if tag := v.Messages[0].GetVersion().GetTag(); tag != "v1.12.7" {
+			return fmt.Errorf("version %s after the upgrade", tag)
+		}
+
+		return nil
+	})
+
+	waitVoters(t, ctx, cl1, 3)
+
+	if got := memberID(ctx, t, cl2); got != id {
+		t.Errorf("member %x after the upgrade, was %x: etcd did not start from its data directory", got, id)
+	}
+
+	// The rebooted node's events start afresh and say it is ready.
+	eventually(t, time.Minute, func() error {
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+
+		ch := make(chan client.EventResult)
+		if err := cl2.EventsWatchV2(ctx, ch, client.WithTailEvents(-1)); err != nil {
+			return err
+		}
+
+		for {
+			select {
+			case <-ctx.Done():
+				return errors.New("no MachineStatusEvent running and ready")
+			case r := <-ch:
+				if r.Error != nil {
+					return r.Error
+				}
+
+				if ms, ok := r.Event.Payload.(*machine.MachineStatusEvent); ok &&
+					ms.GetStage() == machine.MachineStatusEvent_RUNNING && ms.GetStatus().GetReady() {
+					return nil
+				}
+
+				if _, ok := r.Event.Payload.(*machine.PhaseEvent); ok {
+					return errors.New("the previous boot's events are still there")
+				}
+			}
+		}
+	})
+
+}
+
+// The upgrade's refusals, each with machined's text: an image reference
+// that does not parse, a staged upgrade (not simulated), and a cluster with
+// a member down (ValidateForUpgrade's health check of every member).
+func TestUpgradeRefusals(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	c := formed(t, ctx, 3)
+	nodes := c.Nodes()
+	cl1 := secure(t, ctx, c, nodes[0])
+
+	_, err := cl1.UpgradeWithOptions(ctx, client.WithUpgradeImage("ghcr.io/Siderolabs/installer:v1.12.7"))
+	wantStatus(t, "bad image", err, codes.Unknown,
+		`error validating installer image "ghcr.io/Siderolabs/installer:v1.12.7": failed to parse image reference "ghcr.io/Siderolabs/installer:v1.12.7": invalid reference format: repository name (Siderolabs/installer) must be lowercase`)
+
+	_, err = cl1.UpgradeWithOptions(ctx, client.WithUpgradeImage("ghcr.io/siderolabs/installer:v1.12.7"), client.WithUpgradeStage(true))
+	wantStatus(t, "staged", err, codes.Unimplemented, "staged upgrades are not simulated")
+
+	cl3 := secure(t, ctx, c, nodes[2])
+	id3 := memberID(ctx, t, cl3)
+
+	if err := cl3.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	eventually(t, time.Minute, func() error {
+		_, err := cl1.UpgradeWithOptions(ctx, client.WithUpgradeImage("ghcr.io/siderolabs/installer:v1.12.7"))
+		prefix := fmt.Sprintf("error validating etcd for upgrade: etcd member %016x is not healthy; all members must be healthy to perform an upgrade: ", id3)
+
+		// The quorum check's deadline: grpc-go gives the wrapped etcd
+		// error's code, as it does on a real node.
+		if status.Code(err) != codes.DeadlineExceeded || status.Convert(err).Message() != prefix+"context deadline exceeded" {
+			return fmt.Errorf("upgrade with cp3 down: %v, want DeadlineExceeded %q", err, prefix+"context deadline exceeded")
+		}
+
+		return nil
+	})
+
+	// --force skips the etcd checks.
+	if _, err := cl1.UpgradeWithOptions(ctx, client.WithUpgradeImage("ghcr.io/siderolabs/installer:v1.12.7"), client.WithUpgradeForce(true)); err != nil {
+		t.Errorf("forced upgrade: %v", err)
+	}
+}
+
+// Two members cannot lose one: ValidateForUpgrade refuses.
+func TestUpgradeOfTwoMembersIsRefused(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	c := formed(t, ctx, 2)
+	cl := secure(t, ctx, c, c.Nodes()[0])
+
+	_, err := cl.UpgradeWithOptions(ctx, client.WithUpgradeImage("ghcr.io/siderolabs/installer:v1.12.7"))
+	wantStatus(t, "two members", err, codes.Unknown,
+		"error validating etcd for upgrade: etcd member count(2) is insufficient to maintain quorum if upgrade commences")
+}
