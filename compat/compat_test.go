@@ -1306,3 +1306,74 @@ func TestIPv6AgainstUp(t *testing.T) {
 		t.Errorf("up left %s: %v", dir, err)
 	}
 }
+
+// A rolling upgrade as an operator's script runs it (`talosctl upgrade -n
+// NODE`, which waits: the reply's actor, the sequence's events, the node
+// back and ready, its boot ID changed) against `talchaos up --bootstrap`:
+// every control plane in turn, then the worker. The installer image is named,
+// never pulled. After each control plane the cluster is back to every
+// voter; at the end every node reports the installed version. A reference
+// that does not parse is refused with machined's text.
+func TestUpgradeAgainstUp(t *testing.T) {
+	talchaosBin, talosctlBin := upBinaries(t)
+
+	dir := filepath.Join(t.TempDir(), "cluster")
+	simTmp := filepath.Join(t.TempDir(), "tmp")
+
+	if err := os.MkdirAll(simTmp, 0o700); err != nil {
+		t.Fatal(err)
+	}
+
+	startUp(t, talchaosBin, dir, simTmp, "--bootstrap", "--workers", "1")
+
+	inv := readInventory(t, filepath.Join(dir, "inventory.yaml"))
+
+	var cps, workers []string
+
+	for _, n := range inv.Nodes {
+		if n.Role == "controlplane" {
+			cps = append(cps, n.Address)
+		} else {
+			workers = append(workers, n.Address)
+		}
+	}
+
+	res := &results{t: t}
+	defer res.summary()
+
+	tc := &talosctl{t: t, bin: talosctlBin, talosconfig: filepath.Join(dir, "talosconfig")}
+
+	allVoters := func(out string, err error) bool {
+		members, learners := parseMembers(out)
+
+		return err == nil && members == len(cps) && learners == 0
+	}
+
+	out, err := tc.poll(3*time.Minute, allVoters, "-n", cps[0], "etcd", "members")
+	res.check(allVoters(out, err), "every control plane a voter after the bootstrap").detail(err, out)
+
+	const image = "ghcr.io/siderolabs/installer:v1.12.7"
+
+	out, err = tc.run("-n", cps[0], "upgrade", "--image", "ghcr.io/Siderolabs/installer:v1.12.7")
+	res.check(err != nil && strings.Contains(out, `error validating installer image "ghcr.io/Siderolabs/installer:v1.12.7": failed to parse image reference`),
+		"upgrade with an image reference that does not parse is refused").detail(err, out)
+
+	for _, node := range append(slices.Clone(cps), workers...) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		o, err := exec.CommandContext(ctx, talosctlBin, "--talosconfig", tc.talosconfig, "-n", node, "upgrade", "--image", image).CombinedOutput()
+		cancel()
+
+		t.Logf("$ talosctl -n %s upgrade --image %s\n%s%s", node, image, o, errLine(err))
+		res.check(err == nil, "-n %s upgrade --image %s: the node reboots and is ready", node, image).detail(err, string(o))
+
+		if slices.Contains(cps, node) {
+			out, err = tc.poll(3*time.Minute, allVoters, "-n", node, "etcd", "members")
+			res.check(allVoters(out, err), "every control plane a voter after %s's upgrade", node).detail(err, out)
+		}
+	}
+
+	all := strings.Join(append(slices.Clone(cps), workers...), ",")
+	out, err = tc.run("-n", all, "version", "--short")
+	res.check(err == nil && strings.Count(out, "Tag:         v1.12.7") == len(cps)+len(workers),
+		"every node reports v1.12.7 after the rolling upgrade").detail(err, out)
+}
