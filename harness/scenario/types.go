@@ -5,7 +5,11 @@
 package scenario
 
 import (
+	"errors"
+	"regexp"
 	"time"
+
+	"github.com/distribution/reference"
 
 	"github.com/talchaos/talchaos/harness/strictyaml"
 )
@@ -90,6 +94,7 @@ func (s *Scenario) ForCertify(orch Orchestrator, timeScale float64) *Scenario {
 	}
 
 	orch.BootstrapNode, orch.Talosconfig, orch.Timeout = s.Orchestrator.BootstrapNode, s.Orchestrator.Talosconfig, c.Expect.Within
+	orch.UpgradeTo = s.Orchestrator.UpgradeTo
 	c.Orchestrator = orch
 
 	if timeScale > 0 {
@@ -195,7 +200,32 @@ type Orchestrator struct {
 	// own; "other-secrets" one generated from another secrets bundle, as after
 	// `talosctl gen config --force` regenerated the talosconfig (field report FR-001).
 	Talosconfig string `yaml:"talosconfig"`
+	// UpgradeTo, when set, is an installer image the orchestrator upgrades
+	// every node to once the bootstrap is done, one node after another,
+	// control planes first (`talosctl upgrade -n NODE --image IMAGE`); the
+	// exec orchestrator's command gets it as TALCHAOS_UPGRADE_IMAGE. Its
+	// tag is the Talos version the nodes report afterwards.
+	UpgradeTo string `yaml:"upgradeTo"`
 }
+
+// UpgradeVersion is the Talos version an installer image installs: its tag
+// (vX.Y.Z, with an optional pre-release), or "" with the reason it has none.
+func UpgradeVersion(image string) (string, error) {
+	ref, err := reference.ParseDockerRef(image)
+	if err != nil {
+		return "", err
+	}
+
+	tagged, ok := ref.(reference.Tagged)
+	if !ok || !talosVersionTag.MatchString(tagged.Tag()) {
+		return "", errors.New("its tag must be the Talos version it installs, as vX.Y.Z (ghcr.io/siderolabs/installer:v1.12.7)")
+	}
+
+	return tagged.Tag(), nil
+}
+
+// talosVersionTag is a Talos release's tag.
+var talosVersionTag = regexp.MustCompile(`^v\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$`)
 
 // Fault is one scheduled fault: its name, its kind, when it starts and heals,
 // and the kind's own parameters (Spec).
@@ -276,7 +306,10 @@ type Expect struct {
 	// NodesReady is how many Kubernetes Nodes are Ready at the end
 	// (cluster.kubernetes): every node, control planes and workers, once
 	// its kubelet has registered and reports.
-	NodesReady         *int                `yaml:"nodesReady"`
+	NodesReady *int `yaml:"nodesReady"`
+	// Upgraded is how many nodes report the version of
+	// orchestrator.upgradeTo at the end.
+	Upgraded           *int                `yaml:"upgraded"`
 	NodesInMaintenance []string            `yaml:"nodesInMaintenance"`
 	Diagnoses          []ExpectedDiagnosis `yaml:"diagnoses"`
 	// NoDiagnoses asserts that none of these codes is produced.

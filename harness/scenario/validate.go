@@ -155,6 +155,12 @@ func (v *validator) orchestrator() {
 
 	v.oneOf("orchestrator.talosconfig", o.Talosconfig, "talosconfig source", []string{"", "other-secrets"})
 
+	if o.UpgradeTo != "" {
+		if _, err := UpgradeVersion(o.UpgradeTo); err != nil {
+			v.errorf("orchestrator.upgradeTo", "%q is not an installer image to upgrade to: %v", o.UpgradeTo, err)
+		}
+	}
+
 	if v.nodes != nil && !(IsControlPlane(o.BootstrapNode) && slices.Contains(v.nodes, o.BootstrapNode)) {
 		v.errorf("orchestrator.bootstrapNode", "%q is not a control-plane node: one of %s",
 			o.BootstrapNode, strings.Join(v.controlPlanes(), ", "))
@@ -276,6 +282,16 @@ func (v *validator) expect() {
 		v.errorf("expect.nodesReady", "%d is more than the %d nodes", *e.NodesReady, len(v.nodes))
 	case !v.s.Cluster.Kubernetes:
 		v.errorf("expect.nodesReady", "needs cluster.kubernetes: true (without it no kubelet registers a node)")
+	}
+
+	switch {
+	case e.Upgraded == nil:
+	case *e.Upgraded < 0:
+		v.errorf("expect.upgraded", "must not be negative, got %d", *e.Upgraded)
+	case v.nodes != nil && *e.Upgraded > len(v.nodes):
+		v.errorf("expect.upgraded", "%d is more than the %d nodes", *e.Upgraded, len(v.nodes))
+	case v.s.Orchestrator.UpgradeTo == "":
+		v.errorf("expect.upgraded", "needs orchestrator.upgradeTo (without it no node is upgraded)")
 	}
 
 	for i, n := range e.NodesInMaintenance {
