@@ -180,6 +180,10 @@ func runCluster(ctx context.Context, sc *scenario.Scenario, clk clock.Clock, opt
 		return fmt.Errorf("observer: %w", err)
 	}
 
+	if sc.Orchestrator.UpgradeTo != "" {
+		observer.WatchVersions()
+	}
+
 	defer observer.Close()
 
 	if sc.Cluster.Kubernetes {
@@ -235,6 +239,7 @@ func runCluster(ctx context.Context, sc *scenario.Scenario, clk clock.Clock, opt
 		Clock:         clk,
 		Destructive:   opts.Destructive(),
 		Kubernetes:    sc.Cluster.Kubernetes,
+		UpgradeTo:     sc.Orchestrator.UpgradeTo,
 	}
 
 	if cf, ok := cluster.(target.ClientFaults); ok {

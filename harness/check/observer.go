@@ -34,6 +34,9 @@ type Observer struct {
 	interval time.Duration
 
 	clients map[string]*nodeClients
+	// versions: each look at a configured node asks its Talos version
+	// (WatchVersions).
+	versions bool
 
 	mu        sync.Mutex
 	latest    *history.Observation
@@ -71,6 +74,10 @@ type nodeClients struct {
 	secure   *client.Client
 	insecure *client.Client
 }
+
+// WatchVersions makes every look at a configured node also ask its Talos
+// version: a run with a rolling upgrade. Call it before Start.
+func (o *Observer) WatchVersions() { o.versions = true }
 
 // NewObserver prepares clients to every node; Run polls until ctx ends. live
 // is the fold of what rec records (judge.Follow).

@@ -211,6 +211,12 @@ func (o *Observer) pollNode(ctx context.Context, n target.Node, etcd bool) *hist
 		fillServices(no, svcs)
 		no.Stage = stage(ctx, c.secure)
 
+		if o.versions {
+			if v, err := c.secure.Version(ctx); err == nil && len(v.GetMessages()) > 0 {
+				no.Version = v.GetMessages()[0].GetVersion().GetTag()
+			}
+		}
+
 		if no.Etcd != nil && no.Etcd.State == "Waiting" && strings.Contains(no.Etcd.Message, etcdSpecWait) {
 			no.EtcdSpec = etcdSpecInputs(ctx, c.secure)
 		}

@@ -87,6 +87,9 @@ type NodeObservation struct {
 	Mode      string      `json:"mode"`
 	APIError  string      `json:"apiError,omitempty"` // the error that decided Mode when not configured
 	Stage     string      `json:"stage,omitempty"`
+	// Version is the Talos version the node reports, looked at in runs
+	// with a rolling upgrade (orchestrator.upgradeTo).
+	Version string `json:"version,omitempty"`
 	Etcd      *Service    `json:"etcd,omitempty"`
 	Kubelet   *Service    `json:"kubelet,omitempty"`
 	// Members is the member list the node's local etcd member reports (QueryLocal).

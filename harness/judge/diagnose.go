@@ -53,6 +53,9 @@ type Evidence struct {
 	TimeWaiting map[string]ServiceAt
 	EtcdCrashes map[string][]ServiceAt
 	restarts    map[string]int // the restart count of the last look, per node
+	// FirstVersion is, per node, the first Talos version it reported (runs
+	// with a rolling upgrade look at versions).
+	FirstVersion map[string]string
 
 	// PromoteWindow is the Talos promote window in wall-clock time.
 	PromoteWindow time.Duration

@@ -57,6 +57,7 @@ func NewEvidence(h history.History, opts Options) *Evidence {
 		TimeWaiting:    map[string]ServiceAt{},
 		EtcdCrashes:    map[string][]ServiceAt{},
 		restarts:       map[string]int{},
+		FirstVersion:   map[string]string{},
 		mode:           map[string]string{},
 		wasMaintenance: map[string]bool{},
 		nodes:          h.Nodes,
@@ -97,6 +98,10 @@ func (ev *Evidence) Apply(e history.Entry) {
 		ev.Calls = append(ev.Calls, CallAt{Call: *e.Call, Node: e.Node, At: e.At()})
 	case e.Observed != nil:
 		n := e.Observed
+
+		if _, seen := ev.FirstVersion[n.Name]; !seen && n.Version != "" {
+			ev.FirstVersion[n.Name] = n.Version
+		}
 
 		ev.etcdService(n, e.At())
 		ev.timeWaiting(n, e.At())

@@ -51,9 +51,13 @@ func Judge(h history.History, exp scenario.Expect) Verdict {
 }
 
 // outcome is the final state of the cluster, with every member seen as a
-// learner and when it was promoted.
+// learner and when it was promoted, and how many nodes were upgraded.
 func outcome(ev *Evidence) result.Outcome {
 	out := OutcomeOf(ev.Final)
+
+	if len(ev.FirstVersion) > 0 {
+		out.Upgraded = new(len(ev.Upgraded()))
+	}
 
 	for node, since := range ev.learnerSince {
 		p := result.Promotion{Node: node, LearnerMs: since.Milliseconds(), PromotedMs: -1}
@@ -117,6 +121,15 @@ func Checks(exp scenario.Expect, out result.Outcome, diags []result.Diagnosis, c
 		}
 
 		add("nodesReady", fmt.Sprint(*exp.NodesReady), actual)
+	}
+
+	if exp.Upgraded != nil {
+		actual := "no versions looked at"
+		if out.Upgraded != nil {
+			actual = fmt.Sprint(*out.Upgraded)
+		}
+
+		add("upgraded", fmt.Sprint(*exp.Upgraded), actual)
 	}
 
 	if exp.NodesInMaintenance != nil {
@@ -184,4 +197,18 @@ func presence(found bool) string {
 	}
 
 	return "absent"
+}
+
+// Upgraded are the nodes that report another Talos version at the end than
+// when first seen.
+func (ev *Evidence) Upgraded() []string {
+	var out []string
+
+	for _, n := range ev.Final.Ordered() {
+		if first, ok := ev.FirstVersion[n.Name]; ok && n.Version != "" && n.Version != first {
+			out = append(out, n.Name)
+		}
+	}
+
+	return out
 }

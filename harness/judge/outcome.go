@@ -92,7 +92,7 @@ func OutcomeOf(o *history.Observation) result.Outcome {
 			out.NodesInMaintenance = append(out.NodesInMaintenance, n.Name)
 		}
 
-		no := result.NodeOutcome{Name: n.Name, Address: n.Address, Role: string(n.Role), Stage: n.Stage}
+		no := result.NodeOutcome{Name: n.Name, Address: n.Address, Role: string(n.Role), Stage: n.Stage, Version: n.Version}
 		if n.Mode != history.ModeConfigured {
 			no.APIError = n.APIError
 			if no.Stage == "" {

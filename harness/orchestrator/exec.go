@@ -35,6 +35,8 @@ import (
 //	TALCHAOS_RUN_ID          the talchaos run, also recorded in its temp dirs' markers
 //	KUBECONFIG               with Kubernetes, the cluster's admin kubeconfig (0600), as
 //	                         `talosctl kubeconfig` would write it once the cluster is up
+//	TALCHAOS_UPGRADE_IMAGE   with orchestrator.upgradeTo, the installer image to upgrade
+//	                         every node to once the bootstrap is done
 //
 // Its stdout and stderr go to the event log line by line ("orchestrator.exec").
 // It dies with talchaos: when the context ends its whole process group is
@@ -183,6 +185,12 @@ func (e *Exec) prepare(env *Env, dir string) ([]string, error) {
 		}
 
 		vars = append(vars, "KUBECONFIG="+path)
+	}
+
+	// A scenario with a rolling upgrade: the command upgrades every node
+	// to this image once its bootstrap is done.
+	if env.UpgradeTo != "" {
+		vars = append(vars, "TALCHAOS_UPGRADE_IMAGE="+env.UpgradeTo)
 	}
 
 	return append(vars,

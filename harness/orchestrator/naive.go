@@ -44,8 +44,15 @@ func (*Naive) Name() string { return "naive" }
 // naivePoll is the scripts' `sleep 5` (Talos time).
 const naivePoll = 5 * time.Second
 
-// Run implements Orchestrator.
+// Run implements Orchestrator: the bootstrap, then the rolling upgrade the
+// scenario asks for.
 func (n *Naive) Run(ctx context.Context, env *Env) error {
+	return env.rollingUpgrade(ctx, n.bootstrapAll(ctx, env), func(ctx context.Context, image, _ string) error {
+		return naiveUpgrade(ctx, env, image)
+	})
+}
+
+func (n *Naive) bootstrapAll(ctx context.Context, env *Env) error {
 	if n.RetryApply {
 		env.step("apply-config --insecure to every node, retrying each failure")
 	} else {

@@ -54,6 +54,24 @@ type Env struct {
 	// Kubernetes: the control planes run the Kubernetes API server, and a
 	// bootstrap is done once the kubernetes endpoints list them all.
 	Kubernetes bool
+	// UpgradeTo, when set, is the installer image every node is upgraded to
+	// once the bootstrap is done (scenario orchestrator.upgradeTo).
+	UpgradeTo string
+}
+
+// rollingUpgrade runs after a bootstrap that succeeded, when the scenario
+// asks for an upgrade.
+func (e *Env) rollingUpgrade(ctx context.Context, bootErr error, upgrade func(ctx context.Context, image, version string) error) error {
+	if bootErr != nil || e.UpgradeTo == "" {
+		return bootErr
+	}
+
+	version, err := scenario.UpgradeVersion(e.UpgradeTo)
+	if err != nil {
+		return fmt.Errorf("upgrade to %s: %w", e.UpgradeTo, err)
+	}
+
+	return upgrade(ctx, e.UpgradeTo, version)
 }
 
 // Remedy is a destructive step an orchestrator may take to unblock a cluster.

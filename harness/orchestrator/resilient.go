@@ -32,8 +32,15 @@ func (*Resilient) Name() string { return "resilient" }
 // ErrConfigInvalid stops the run: retrying an invalid config cannot help.
 var ErrConfigInvalid = errors.New("configuration rejected as invalid")
 
-// Run implements Orchestrator.
+// Run implements Orchestrator: the bootstrap, then the rolling upgrade the
+// scenario asks for.
 func (r *Resilient) Run(ctx context.Context, env *Env) error {
+	return env.rollingUpgrade(ctx, r.bootstrapAll(ctx, env), func(ctx context.Context, image, version string) error {
+		return r.upgrade(ctx, env, image, version)
+	})
+}
+
+func (r *Resilient) bootstrapAll(ctx context.Context, env *Env) error {
 	env.step("preflight: wait for every node's API")
 
 	configured := map[string]bool{}

@@ -138,6 +138,9 @@ type Outcome struct {
 	// NodesReady is how many Kubernetes Nodes are Ready at the end (runs
 	// with Kubernetes; 0 when no API server was ready to list them).
 	NodesReady *int `json:"nodesReady,omitempty"`
+	// Upgraded is how many nodes report another Talos version at the end
+	// than when first seen (runs with a rolling upgrade).
+	Upgraded *int `json:"upgraded,omitempty"`
 }
 
 // Promotion is one node's time as a learner. PromotedMs is -1 when it never was.
@@ -174,6 +177,9 @@ type NodeOutcome struct {
 	// KubeNode is its Kubernetes Node's readiness as `kubectl get nodes`
 	// shows it: "Ready", "NotReady (reason)", or "not registered".
 	KubeNode string `json:"kubeNode,omitempty"`
+	// Version is the Talos version it reported last (runs with a rolling
+	// upgrade).
+	Version string `json:"version,omitempty"`
 }
 
 // Check is one expectation and whether it held.

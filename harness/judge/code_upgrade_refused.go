@@ -1,0 +1,88 @@
+package judge
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/talchaos/talchaos/harness/result"
+)
+
+var _ = register(Code{
+	Name: "upgrade-refused",
+	Doc: "a node's Upgrade was refused by its etcd checks (a member not started or not healthy, two members, " +
+		"the upgrade mutex held) and it was never upgraded: a rolling upgrade that gives up at a refusal stops there",
+	Diagnose: upgradeRefused,
+	Remedy: func(r RemedyFor) []string {
+		return []string{
+			fmt.Sprintf("talosctl -n %s etcd status   # every member must be started and healthy", r.Addr),
+			fmt.Sprintf("talosctl -n %s upgrade --image IMAGE   # again, once they are (the checks are the upgrade's own)", r.Addr),
+		}
+	},
+})
+
+// upgradeChecks are the texts of Upgrade's refusals by its etcd checks
+// (v1alpha1_server.go Upgrade, internal/pkg/etcd ValidateForUpgrade).
+var upgradeChecks = []string{"error validating etcd for upgrade: ", "failed to acquire upgrade mutex: "}
+
+// memberInRefusal is the member ID a refusal names.
+var memberInRefusal = regexp.MustCompile(`etcd member ([0-9a-f]{16}) is not`)
+
+// upgradeRefused: a node's Upgrade calls were refused by the etcd checks and
+// the node runs the version it started with at the end. The refusal names a
+// member by ID; the diagnosis names its node when the final member list has
+// it.
+func upgradeRefused(ev *Evidence) []result.Diagnosis {
+	var out []result.Diagnosis
+
+	upgraded := map[string]bool{}
+	for _, n := range ev.Upgraded() {
+		upgraded[n] = true
+	}
+
+	for _, n := range ev.Final.Ordered() {
+		if upgraded[n.Name] {
+			continue
+		}
+
+		var (
+			last    *CallAt
+			refused int
+		)
+
+		for _, c := range ev.calls(n.Name, "Upgrade") {
+			if c.OK() {
+				last, refused = nil, 0
+
+				continue
+			}
+
+			for _, prefix := range upgradeChecks {
+				if strings.HasPrefix(c.Message, prefix) {
+					refused++
+					last = &c
+				}
+			}
+		}
+
+		if last == nil {
+			continue
+		}
+
+		why := strings.TrimPrefix(strings.TrimPrefix(last.Message, upgradeChecks[0]), upgradeChecks[1])
+
+		if m := memberInRefusal.FindStringSubmatch(last.Message); m != nil {
+			for _, mem := range ev.Final.Main().Members {
+				if mem.IDString() == m[1] && mem.Hostname != "" {
+					why += fmt.Sprintf(" (member %s is %s)", m[1], mem.Hostname)
+				}
+			}
+		}
+
+		out = append(out, diag("upgrade-refused", n.Name,
+			n.Name+"'s upgrade was refused and it was never upgraded: "+why,
+			fmt.Sprintf("%d Upgrade call(s) refused by the etcd checks, the last at %s: %s", refused, ev.span(last.At), describeCall(*last)), last.At))
+	}
+
+	return out
+}
