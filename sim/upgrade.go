@@ -14,10 +14,10 @@ import (
 	"github.com/talchaos/talchaos/harness/target"
 )
 
-// installerRun is how long the installer container takes to write the new
-// boot assets (Talos time): the sim's choice, about what a lab VM's disk
-// takes.
-const installerRun = 20 * time.Second
+// installerRun is how long the upgrade task takes (Talos time): pulling the
+// installer image and writing the new boot assets. The sim's choice, about
+// what a lab VM on a home uplink takes; the pull itself is not modelled.
+const installerRun = 2 * time.Minute
 
 // talosTag is a Talos release's tag; an installer image tagged so installs
 // that version.
