@@ -28,7 +28,8 @@ const (
 // What a bootstrap command did under one run (`talchaos certify`): from its
 // exit status and the judged outcome of the cluster.
 const (
-	// Survived: exit 0 and the cluster converged.
+	// Survived: exit 0 and the cluster converged (and, in a run with a
+	// rolling upgrade, every node upgraded).
 	Survived = scenario.CertifySurvived
 	// Loud: a non-zero exit and the cluster did not converge, an honest failure.
 	Loud = scenario.CertifyLoud
@@ -47,9 +48,11 @@ const (
 var CertifyOutcomes = []string{Survived, Loud, FalseAlarm, Silent, Hung, RunError}
 
 // Classify is a run's certify outcome: from how its orchestrator (the
-// command) ended and whether the cluster converged.
+// command) ended and whether the cluster converged; in a run with a rolling
+// upgrade, converged means every node upgraded too.
 func Classify(res *result.Result) string {
 	o := res.Orchestrator
+	done := res.Outcome.Converged && (res.Outcome.Upgraded == nil || *res.Outcome.Upgraded == len(res.Outcome.Nodes))
 
 	switch {
 	case o == nil || res.Error != "":
@@ -58,16 +61,16 @@ func Classify(res *result.Result) string {
 		return Hung
 	case o.ExitCode == nil:
 		// Killed by a signal, or it never started: not an exit 0.
-		if res.Outcome.Converged {
+		if done {
 			return FalseAlarm
 		}
 
 		return Loud
-	case *o.ExitCode == 0 && res.Outcome.Converged:
+	case *o.ExitCode == 0 && done:
 		return Survived
 	case *o.ExitCode == 0:
 		return Silent
-	case res.Outcome.Converged:
+	case done:
 		return FalseAlarm
 	}
 

@@ -32,6 +32,7 @@ type certifyOptions struct {
 	only      []string
 	failOn    []string
 	timeScale float64
+	upgrades  bool
 }
 
 func newCertifyCmd() *cobra.Command {
@@ -48,7 +49,8 @@ TALCHAOS_BOOTSTRAP_NODE, TALCHAOS_CONFIG_<NODE>, KUBECONFIG with Kubernetes, ...
 Each run is classified from the command's exit status and the judged outcome of
 the cluster (the same judge and diagnoses as 'run'):
 
-  survived     exit 0, and the cluster converged
+  survived     exit 0, and the cluster converged (and every node upgraded, in a
+               scenario with a rolling upgrade)
   loud         non-zero exit, not converged: an honest failure
   false-alarm  non-zero exit, but the cluster converged
   silent       exit 0, but the cluster did not converge: the command lied
@@ -67,6 +69,11 @@ The simulated cluster runs at the scenario's time scale (Talos timers divided,
 timeouts are long by the cluster's clock. --time-scale slows every scenario's
 cluster down for a command that polls slowly (the built-ins were tuned at their
 own scale; a few outcomes may differ at another).
+
+The scenarios with a rolling upgrade after the bootstrap (orchestrator.upgradeTo)
+run only with --upgrades: COMMAND then also upgrades every node, one after
+another, to the installer image in TALCHAOS_UPGRADE_IMAGE once its bootstrap is
+done. Without --upgrades they are skipped, saying so.
 
 With --shard K/N it runs only shard K of the (scenario, seed) pairs of the
 scenarios it would run, the same on every machine, and stamps certify.json with
@@ -92,6 +99,7 @@ an unsharded run writes.`,
 	f.StringVar(&opts.inventory, "inventory", "", "inventory file of a real cluster (--target=real)")
 	f.BoolVar(&opts.allowDestructive, "allow-destructive", false, "permit destructive faults on real nodes")
 	f.Float64Var(&opts.timeScale, "time-scale", 0, "run every scenario at this time scale (>= 1; default: each scenario's own)")
+	f.BoolVar(&opts.upgrades, "upgrades", false, "COMMAND also runs a rolling upgrade (to $TALCHAOS_UPGRADE_IMAGE): run the scenarios that have one")
 	addShardFlag(cmd, &opts.shard)
 
 	return cmd
@@ -144,7 +152,7 @@ func runCertify(cmd *cobra.Command, command []string, opts certifyOptions) error
 		opts.parallel = 1
 	}
 
-	picked, skipped, err := certifyScenarios(cmd.Flags().Changed("scenario"), opts.only, tgt, opts.allowDestructive)
+	picked, skipped, err := certifyScenarios(cmd.Flags().Changed("scenario"), opts.only, tgt, opts.allowDestructive, opts.upgrades)
 	if err != nil {
 		return &exitError{code: exitInput, err: err}
 	}
@@ -355,7 +363,7 @@ type certifyPick struct {
 // the target cannot run (Kubernetes where it cannot run, a fault the target
 // cannot carry out or may not) is skipped, saying why; a named one is an
 // error.
-func certifyScenarios(named bool, only []string, tgt target.Target, allowDestructive bool) ([]certifyPick, []reports.CertifySkip, error) {
+func certifyScenarios(named bool, only []string, tgt target.Target, allowDestructive, upgrades bool) ([]certifyPick, []reports.CertifySkip, error) {
 	if named && len(only) == 0 {
 		return nil, nil, errors.New("--scenario: no scenario named (leave the flag out to run the whole catalogue)")
 	}
@@ -395,6 +403,10 @@ func certifyScenarios(named bool, only []string, tgt target.Target, allowDestruc
 			skipped = append(skipped, reports.CertifySkip{Name: sc.Name, Reason: sc.Certify.Skip})
 		case sc.Certify.Expected == "":
 			return nil, nil, fmt.Errorf("--scenario %s: it does not say what a good bootstrap does there (certify.expected: survived or loud)", quoteShort(arg))
+		case sc.Orchestrator.UpgradeTo != "" && !upgrades && named:
+			return nil, nil, fmt.Errorf("--scenario %s: %s", quoteShort(arg), noUpgrades)
+		case sc.Orchestrator.UpgradeTo != "" && !upgrades:
+			skipped = append(skipped, reports.CertifySkip{Name: sc.Name, Reason: noUpgrades})
 		case sc.Cluster.Kubernetes && kube != nil && named:
 			return nil, nil, fmt.Errorf("--scenario %s: %w", quoteShort(arg), kube)
 		case sc.Cluster.Kubernetes && kube != nil:
@@ -455,3 +467,6 @@ func shellQuoteAll(args []string) string {
 
 	return strings.Join(q, " ")
 }
+
+// noUpgrades is why certify skips a scenario with a rolling upgrade.
+const noUpgrades = "it upgrades every node after the bootstrap: pass --upgrades when the command does that too (to $TALCHAOS_UPGRADE_IMAGE)"

@@ -339,6 +339,7 @@ func TestCertifyBadInput(t *testing.T) {
 		{[]string{"certify", "--fail-on", "grumpy", "--", "true"}, `--fail-on "grumpy": not an outcome`},
 		{[]string{"certify", "--scenario", "half-applied-config-resilient", "--", "true"}, "certify skips it"},
 		{[]string{"certify", "--scenario", "no-such", "--", "true"}, "no such scenario"},
+		{[]string{"certify", "--scenario", "upgrade-interrupted", "--", "true"}, "it upgrades every node after the bootstrap: pass --upgrades"},
 		{[]string{"certify", "--seeds", "x", "--", "true"}, "seeds"},
 		{[]string{"certify", "--time-scale", "0.5", "--", "true"}, "--time-scale 0.5: must be between 1 and 1000"},
 	} {

@@ -43,3 +43,33 @@ var _ = Describe("certified", func() {
 		}
 	}, SpecTimeout(4*time.Minute))
 })
+
+// The bootstrap and its rolling upgrade certified together against an
+// upgrade interrupted by a reboot: the upgrade checks each node's version
+// after its reboot, so it upgrades cp2 again and survives (a script that
+// trusts `talosctl upgrade`'s wait is silent there).
+var _ = Describe("certified with its rolling upgrade", func() {
+	It("survives an interrupted upgrade", func(ctx SpecContext) {
+		quick := bootstrap.Options{Apply: 10 * time.Second, Join: 40 * time.Second, Poll: 300 * time.Millisecond, Call: 3 * time.Second}
+		own := func(nodes []simtest.Node) []bootstrap.Node {
+			var out []bootstrap.Node
+			for _, n := range nodes {
+				out = append(out, bootstrap.Node{IP: n.IP, ControlPlane: n.ControlPlane, Config: n.Config})
+			}
+
+			return out
+		}
+
+		results, err := simtest.Certify(ctx, func(ctx context.Context, talosconfig *clientconfig.Config, nodes []simtest.Node, _ string) error {
+			return bootstrap.Bootstrap(ctx, own(nodes), talosconfig, quick)
+		}, simtest.CertifyOptions{
+			Scenarios: []string{"upgrade-interrupted"},
+			Upgrade: func(ctx context.Context, talosconfig *clientconfig.Config, nodes []simtest.Node, image string) error {
+				return bootstrap.RollingUpgrade(ctx, own(nodes), talosconfig, image, bootstrap.UpgradeOptions{Options: quick, Reboot: time.Minute})
+			},
+		})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(results).To(HaveLen(1))
+		Expect(results[0].Held()).To(BeTrue(), results[0].String())
+	}, SpecTimeout(4*time.Minute))
+})

@@ -38,7 +38,16 @@ type CertifyOptions struct {
 	ReportDir string
 	// TimeScale, when set, replaces every scenario's.
 	TimeScale float64
+	// Upgrade, when set, is the user's rolling upgrade: the scenarios with
+	// one (orchestrator.upgradeTo) run, and it is called after the bootstrap
+	// returned nil, with the installer image to upgrade every node to.
+	// Without it those scenarios are skipped (an error when named).
+	Upgrade Upgrade
 }
+
+// Upgrade is a user's rolling upgrade of a bootstrapped cluster to an
+// installer image, as certify calls it.
+type Upgrade func(ctx context.Context, talosconfig *clientconfig.Config, nodes []Node, image string) error
 
 // CertifyResult is one scenario × seed: the outcome (reports.Survived,
 // Loud, FalseAlarm, Silent, Hung or RunError) and what the scenario
@@ -65,7 +74,7 @@ func (r CertifyResult) String() string {
 // is bad input (an unknown scenario, one that says nothing of what a good
 // bootstrap does) or ctx ending.
 func Certify(ctx context.Context, bootstrap Bootstrap, opts CertifyOptions) ([]CertifyResult, error) {
-	scs, err := certifyScenarios(opts.Scenarios)
+	scs, err := certifyScenarios(opts.Scenarios, opts.Upgrade != nil)
 	if err != nil {
 		return nil, err
 	}
@@ -117,6 +126,10 @@ func certifyOne(ctx context.Context, bootstrap Bootstrap, sc *scenario.Scenario,
 
 		userErr = bootstrap(ctx, cfg, nodes, boot)
 
+		if userErr == nil && env.UpgradeTo != "" && opts.Upgrade != nil {
+			userErr = opts.Upgrade(ctx, cfg, nodes, env.UpgradeTo)
+		}
+
 		return userErr
 	}}
 
@@ -150,7 +163,7 @@ func certifyOne(ctx context.Context, bootstrap Bootstrap, sc *scenario.Scenario,
 
 // certifyScenarios loads the named scenarios, or every built-in certify
 // runs here.
-func certifyScenarios(names []string) ([]*scenario.Scenario, error) {
+func certifyScenarios(names []string, upgrades bool) ([]*scenario.Scenario, error) {
 	named := len(names) > 0
 	if !named {
 		names = scenarios.Names()
@@ -171,6 +184,10 @@ func certifyScenarios(names []string) ([]*scenario.Scenario, error) {
 			continue
 		case sc.Certify.Expected == "":
 			return nil, fmt.Errorf("%s: it does not say what a good bootstrap does there (certify.expected)", name)
+		case sc.Orchestrator.UpgradeTo != "" && !upgrades && named:
+			return nil, fmt.Errorf("%s: it upgrades every node after the bootstrap: set CertifyOptions.Upgrade", name)
+		case sc.Orchestrator.UpgradeTo != "" && !upgrades:
+			continue
 		case sc.Cluster.Kubernetes && !named && sim.KubernetesAvailable() != nil:
 			continue
 		}
