@@ -89,9 +89,9 @@ type NodeObservation struct {
 	Stage     string      `json:"stage,omitempty"`
 	// Version is the Talos version the node reports, looked at in runs
 	// with a rolling upgrade (orchestrator.upgradeTo).
-	Version string `json:"version,omitempty"`
-	Etcd      *Service    `json:"etcd,omitempty"`
-	Kubelet   *Service    `json:"kubelet,omitempty"`
+	Version string   `json:"version,omitempty"`
+	Etcd    *Service `json:"etcd,omitempty"`
+	Kubelet *Service `json:"kubelet,omitempty"`
 	// Members is the member list the node's local etcd member reports (QueryLocal).
 	Members    []Member    `json:"members,omitempty"`
 	MembersErr string      `json:"membersError,omitempty"`
