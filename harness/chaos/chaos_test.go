@@ -86,6 +86,30 @@ func TestPlan(t *testing.T) {
 	}
 }
 
+// A rolling upgrade reboots every node into another version: refused on
+// nodes that outlive the run without --allow-destructive, named by its field.
+func TestPlanUpgradeIsDestructive(t *testing.T) {
+	sc, err := Parse("s.yaml", []byte("apiVersion: talchaos/v1\nkind: Scenario\nname: s\ncluster:\n  controlPlanes: 3\norchestrator:\n  upgradeTo: ghcr.io/siderolabs/installer:v1.12.7\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	realT := fakeTarget{caps: []target.Capability{target.ProcessCap(target.RebootNode)}}
+
+	_, err = Plan(sc, realT, PlanOptions{Seed: 1})
+	if want := "s.yaml:7: orchestrator.upgradeTo: upgrading reboots every node into another Talos version, destructive on the fake target's nodes"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("error %v, want %q", err, want)
+	}
+
+	if _, err := Plan(sc, realT, PlanOptions{Seed: 1, AllowDestructive: true}); err != nil {
+		t.Errorf("allowed: %v", err)
+	}
+
+	if _, err := Plan(sc, fakeTarget{disposable: true}, PlanOptions{Seed: 1}); err != nil {
+		t.Errorf("disposable nodes: %v", err)
+	}
+}
+
 // "random" is resolved by the seed, the same way every time, to a control
 // plane other than the bootstrap node; other faults' choices do not move.
 func TestPlanRandomNode(t *testing.T) {

@@ -147,6 +147,13 @@ func Plan(sc *scenario.Scenario, tgt target.Target, opts PlanOptions) ([]Planned
 		out = append(out, p)
 	}
 
+	// A rolling upgrade reboots every node into another Talos version:
+	// destructive on nodes that outlive the run, as a reboot fault is.
+	if sc.Orchestrator.UpgradeTo != "" && !tgt.Disposable() && !allowDestructive {
+		errs = append(errs, sc.Errorf("orchestrator.upgradeTo",
+			"upgrading reboots every node into another Talos version, destructive on the %s target's nodes, which outlive the run: pass --allow-destructive to run it", tgt.Name()))
+	}
+
 	if err := scenario.Collect(errs); err != nil {
 		return nil, err
 	}
