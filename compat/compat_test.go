@@ -1190,6 +1190,33 @@ func TestKubernetesAgainstUp(t *testing.T) {
 
 	// As FR-001's runbook runs it, with no node list; and the other reads.
 	readOnlyConfigured(tc, res, inv, true)
+
+	// An upgrade of the worker drains it through the real API server: it is
+	// cordoned with Talos's annotation, then uncordoned once back, Ready.
+	ctx, cancel = context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+
+	o, err = exec.CommandContext(ctx, talosctlBin, "--talosconfig", tc.talosconfig, "-n", workers[0], "upgrade", "--image", "ghcr.io/siderolabs/installer:v1.12.7").CombinedOutput()
+	res.check(err == nil && strings.Contains(string(o), "task: cordonAndDrainNode action: STOP"), "-n %s upgrade: drained, rebooted, ready", workers[0]).detail(err, string(o))
+
+	schedulable := func() (string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), pollAttemptTimeout)
+		defer cancel()
+
+		o, err := exec.CommandContext(ctx, kubectl, "--kubeconfig", kubeconfig, "get", "nodes", "-o",
+			`jsonpath={range .items[*]}{.metadata.name}:{.spec.unschedulable}:{.metadata.annotations.talos\.dev/cordoned}{"\n"}{end}`).Output()
+
+		return string(o), err
+	}
+
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(time.Second) {
+		out, err = schedulable()
+		if (err == nil && !strings.Contains(out, ":true")) || time.Now().After(deadline) {
+			break
+		}
+	}
+
+	res.check(err == nil && !strings.Contains(out, ":true"), "every Node schedulable again after the worker's upgrade").detail(err, out)
 }
 
 // FR-000's cluster as written (the built-in happy-path-ipv6: IPv6 first,
@@ -1376,4 +1403,16 @@ func TestUpgradeAgainstUp(t *testing.T) {
 	out, err = tc.run("-n", all, "version", "--short")
 	res.check(err == nil && strings.Count(out, "Tag:         v1.12.7") == len(cps)+len(workers),
 		"every node reports v1.12.7 after the rolling upgrade").detail(err, out)
+
+	// talosctl reboot and shutdown wait on the same events: reboot until
+	// the node is back and ready with another boot ID, shutdown until its
+	// services stop.
+	out, err = tc.run("-n", cps[1], "reboot")
+	res.check(err == nil && strings.Contains(out, "post check passed"), "-n %s reboot: back and ready", cps[1]).detail(err, out)
+
+	out, err = tc.poll(3*time.Minute, allVoters, "-n", cps[0], "etcd", "members")
+	res.check(allVoters(out, err), "every control plane a voter after the reboot").detail(err, out)
+
+	out, err = tc.run("-n", workers[0], "shutdown")
+	res.check(err == nil && strings.Contains(out, "task: stopAllServices action: START"), "-n %s shutdown: its services stop", workers[0]).detail(err, out)
 }

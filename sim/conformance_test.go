@@ -142,10 +142,10 @@ func TestConformanceOfEtcdAndMaintenanceRPCs(t *testing.T) {
 			_, err := c2.MachineClient.EtcdDefragment(ctx, &emptypb.Empty{})
 			return err
 		}, codes.OK, ""},
-		{"Upgrade on a node that cannot upgrade", machineSrc + " Upgrade, checkSupported; pkg/runtime/mode.go", func() error {
+		{"Upgrade of one of two members", machineSrc + " Upgrade; internal/pkg/etcd/etcd.go ValidateForUpgrade", func() error {
 			_, err := c1.MachineClient.Upgrade(ctx, &machine.UpgradeRequest{Image: "ghcr.io/siderolabs/installer:v1.12.6"})
 			return err
-		}, codes.FailedPrecondition, "method is not supported in container mode"},
+		}, codes.Unknown, "error validating etcd for upgrade: etcd member count(2) is insufficient to maintain quorum if upgrade commences"},
 		{"ServiceRestart etcd", machineSrc + " ServiceRestart, pkg/system/system.go APIRestart", func() error {
 			_, err := c1.MachineClient.ServiceRestart(ctx, &machine.ServiceRestartRequest{Id: "etcd"})
 			return err

@@ -469,7 +469,10 @@ func (n *Node) Reboot(actorID string) error {
 		ctx := n.bootCtx
 		n.mu.Unlock()
 
-		n.runSequence(ctx, "reboot", rebootPhases(), actorID)
+		if err := n.runSequence(ctx, "reboot", rebootPhases(), actorID); err != nil {
+			return
+		}
+
 		n.powerCycle(cycle{})
 	})
 
@@ -478,14 +481,32 @@ func (n *Node) Reboot(actorID string) error {
 
 // Shutdown implements talosapi.Backend: the node goes down and stays down
 // (until the target powers it on).
-func (n *Node) Shutdown() error {
+func (n *Node) Shutdown(force bool, actorID string) error {
 	n.c.wg.Go(func() {
 		n.replyGrace()
-		n.powerCycle(cycle{halt: true})
+
+		n.mu.Lock()
+		ctx := n.bootCtx
+		n.mu.Unlock()
+
+		n.setStage(runtime.MachineStageShuttingDown)
+
+		if err := n.runSequence(ctx, "shutdown", n.shutdownPhases(force), actorID); err != nil {
+			n.machined.Printf("shutdown failed: %s", err)
+
+			return
+		}
+
+		n.powerCycle(cycle{halt: true, stage: runtime.MachineStageShuttingDown})
 	})
 
 	return nil
 }
+
+// eventsFlush bounds the wait for the event streams to send what was
+// published when a node shuts down cleanly (wall time); with no stream open
+// there is no wait.
+const eventsFlush = 500 * time.Millisecond
 
 // replyGrace lets the API reply go out before an API-triggered reboot or reset
 // takes the node down: Talos's sequences stop services first, apid last.
@@ -496,7 +517,7 @@ func (n *Node) replyGrace() {
 // Reset implements talosapi.Backend. A graceful reset leaves etcd first; a
 // forced one leaves the member behind. Without a list of partitions both STATE
 // (the config) and EPHEMERAL (etcd data) are wiped; with one, only those named.
-func (n *Node) Reset(req *machine.ResetRequest) error {
+func (n *Node) Reset(req *machine.ResetRequest, actorID string) error {
 	wipe := wipeAll
 
 	if parts := req.GetSystemPartitionsToWipe(); len(parts) > 0 {
@@ -514,7 +535,20 @@ func (n *Node) Reset(req *machine.ResetRequest) error {
 
 	n.c.wg.Go(func() {
 		n.replyGrace()
-		n.powerCycle(cycle{wipe: wipe, graceful: req.GetGraceful(), halt: !req.GetReboot()})
+
+		n.mu.Lock()
+		ctx := n.bootCtx
+		n.mu.Unlock()
+
+		// The sequence leaves etcd itself (its leave phase); its failure
+		// leaves the node as it is.
+		if err := n.runSequence(ctx, "reset", n.resetPhases(req.GetGraceful(), req.GetReboot()), actorID); err != nil {
+			n.machined.Printf("reset failed: %s", err)
+
+			return
+		}
+
+		n.powerCycle(cycle{wipe: wipe, halt: !req.GetReboot()})
 	})
 
 	return nil
@@ -753,7 +787,13 @@ func (n *Node) shutdown() {
 		return
 	}
 
-	n.api.Stop()
+	// A clean shutdown: the event streams send what the sequence published
+	// and end, as apid stopping last lets them (a power cut cuts them).
+	if !n.powerCut.Load() && n.events.Close(eventsFlush) {
+		n.api.StopGracefully(eventsFlush)
+	} else {
+		n.api.Stop()
+	}
 
 	// A clean shutdown gives the shared IP up while etcd still runs (the
 	// VIP operator's finalizer on the kubelet lifecycle); a power cut

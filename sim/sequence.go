@@ -8,6 +8,8 @@ import (
 
 	"github.com/siderolabs/talos/pkg/machinery/api/common"
 	"github.com/siderolabs/talos/pkg/machinery/api/machine"
+
+	"github.com/talchaos/talchaos/harness/target"
 )
 
 // phase is one phase of a machined sequence with its one task; run is what
@@ -26,9 +28,10 @@ var errGoingDown = errors.New("going down")
 // v1alpha1_controller.go run, runPhase, runTask, v1.12.6): the sequence's,
 // each phase's and each task's start and stop published as events for
 // actorID and logged with machined's texts. It stops at the first task that
-// fails; a task returning errGoingDown ends it there without a failure (the
-// API is about to stop). It reports whether every phase ran.
-func (n *Node) runSequence(ctx context.Context, seq string, phases []phase, actorID string) bool {
+// fails and returns the controller's error for it ("error running phase N in
+// SEQ sequence: task 1/1: failed, …"); a task returning errGoingDown ends it
+// there without a failure (the API is about to stop).
+func (n *Node) runSequence(ctx context.Context, seq string, phases []phase, actorID string) error {
 	ev := n.events
 	start := time.Now()
 
@@ -50,7 +53,7 @@ func (n *Node) runSequence(ctx context.Context, seq string, phases []phase, acto
 		}
 
 		if errors.Is(err, errGoingDown) {
-			return true
+			return nil
 		}
 
 		if err == nil && ctx.Err() != nil {
@@ -71,16 +74,15 @@ func (n *Node) runSequence(ctx context.Context, seq string, phases []phase, acto
 				code = common.Code_CANCELED
 			}
 
+			failed := fmt.Errorf("error running phase %d in %s sequence: task 1/1: failed, %w", i+1, seq, err)
+
 			ev.Publish(&machine.SequenceEvent{
 				Sequence: seq,
 				Action:   machine.SequenceEvent_NOOP,
-				Error: &common.Error{
-					Code:    code,
-					Message: fmt.Sprintf("sequence failed: error running phase %d in %s sequence: task 1/1: failed, %s", i+1, seq, err),
-				},
+				Error:    &common.Error{Code: code, Message: "sequence failed: " + failed.Error()},
 			}, actorID)
 
-			return false
+			return failed
 		}
 
 		n.machined.Printf("task %s (1/1): done, %s", p.task, time.Since(phaseStart))
@@ -91,27 +93,97 @@ func (n *Node) runSequence(ctx context.Context, seq string, phases []phase, acto
 	ev.Publish(&machine.SequenceEvent{Sequence: seq, Action: machine.SequenceEvent_STOP}, actorID)
 	n.machined.Printf("%s sequence: done: %s", seq, time.Since(start))
 
-	return true
+	return nil
 }
 
 // goingDown is the stopAllServices task of a sequence that ends in a reboot:
 // apid stops with the rest, so the sequence ends here for its watchers.
 func goingDown(context.Context) error { return errGoingDown }
 
-// rebootPhases is Sequencer.Reboot on metal, not forced (v1alpha1_sequencer.go
-// Reboot and stopAllPhaselist with kexec, v1.12.6). The sim stops the
-// services when the node goes down (powerCycle), after stopAllServices.
-func rebootPhases() []phase {
-	return []phase{
-		{name: "cleanup", task: "stopAllPods"},
-		{name: "dbus", task: "stopDBus"},
+// stopAllPhases is stopAllPhaselist on metal (v1alpha1_sequencer.go):
+// services, unmounts, kexec when asked, then stopAllServices, where the
+// sequence ends for its watchers.
+func stopAllPhases(kexec bool) []phase {
+	out := []phase{
 		{name: "stopServices", task: "stopServicesForUpgrade"},
 		{name: "umount", task: "unmountPodMounts"},
 		{name: "unmountBind", task: "unmountSystemDiskBindMounts"},
 		{name: "unmountSystem", task: "unmountEphemeralPartition"},
 		{name: "volumeFinalize", task: "teardownLifecycle"},
-		{name: "kexec", task: "kexecPrepare"},
-		{name: "stopEverything", task: "stopAllServices", run: goingDown},
-		{name: "reboot", task: "reboot"},
 	}
+
+	if kexec {
+		out = append(out, phase{name: "kexec", task: "kexecPrepare"})
+	}
+
+	return append(out, phase{name: "stopEverything", task: "stopAllServices", run: goingDown})
+}
+
+// rebootPhases is Sequencer.Reboot on metal, not forced (v1alpha1_sequencer.go
+// Reboot and stopAllPhaselist with kexec, v1.12.6). The sim stops the
+// services when the node goes down (powerCycle), after stopAllServices.
+func rebootPhases() []phase {
+	return append(append([]phase{
+		{name: "cleanup", task: "stopAllPods"},
+		{name: "dbus", task: "stopDBus"},
+	}, stopAllPhases(true)...), phase{name: "reboot", task: "reboot"})
+}
+
+// shutdownPhases is Sequencer.Shutdown (v1alpha1_sequencer.go): a drain
+// unless forced or the node does not register with Kubernetes.
+func (n *Node) shutdownPhases(force bool) []phase {
+	out := []phase{{name: "storeShutdown", task: "storeShutdownEmergency"}}
+
+	if !force && n.registers() {
+		out = append(out, phase{name: "drain", task: "cordonAndDrainNode", run: n.cordonAndDrain})
+	}
+
+	out = append(out, phase{name: "cleanup", task: "stopAllPods"}, phase{name: "dbus", task: "stopDBus"})
+
+	return append(append(out, stopAllPhases(false)...), phase{name: "shutdown", task: "shutdown"})
+}
+
+// resetPhases is Sequencer.Reset on metal (v1alpha1_sequencer.go): a
+// graceful reset drains (its errors only logged) and, on a control plane,
+// leaves etcd (leaveEtcd: its failure fails the reset); kexec when the boot
+// partition is not wiped, which the sim's wipes never do.
+func (n *Node) resetPhases(graceful, reboot bool) []phase {
+	var out []phase
+
+	if graceful && n.registers() {
+		out = append(out, phase{name: "drain", task: "cordonAndDrainNode", run: func(ctx context.Context) error {
+			if err := n.cordonAndDrain(ctx); err != nil {
+				n.machined.Printf("%s", err) // taskErrorHandler(logError, …)
+			}
+
+			return nil
+		}})
+	}
+
+	cleanup := "stopAllPods"
+	if graceful {
+		cleanup = "removeAllPods"
+	}
+
+	out = append(out, phase{name: "cleanup", task: cleanup}, phase{name: "dbus", task: "stopDBus"})
+
+	if graceful && n.role == target.ControlPlane {
+		out = append(out, phase{name: "leave", task: "leaveEtcd", run: func(context.Context) error { return n.leaveForReset() }})
+	}
+
+	out = append(append(out, phase{name: "preReset", task: "sendResetSignal"}), stopAllPhases(true)...)
+
+	if reboot {
+		return append(out, phase{name: "reboot", task: "reboot"})
+	}
+
+	return append(out, phase{name: "shutdown", task: "shutdown"})
+}
+
+// registers reports whether the node registers with Kubernetes
+// (!machine.kubelet.skipNodeRegistration).
+func (n *Node) registers() bool {
+	cfg := n.Config()
+
+	return cfg == nil || !cfg.Machine().Kubelet().SkipNodeRegistration()
 }

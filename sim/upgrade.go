@@ -93,7 +93,11 @@ func (n *Node) runUpgrade(req *machine.UpgradeRequest, actorID string) {
 		phase{name: "reboot", task: "reboot"},
 	)
 
-	if !n.runSequence(ctx, "upgrade", phases, actorID) || ctx.Err() != nil {
+	if err := n.runSequence(ctx, "upgrade", phases, actorID); err != nil || ctx.Err() != nil {
+		if err != nil && ctx.Err() == nil {
+			n.machined.Printf("upgrade failed: %s", err)
+		}
+
 		return
 	}
 

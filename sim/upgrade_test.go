@@ -14,6 +14,8 @@ import (
 	"github.com/siderolabs/talos/pkg/machinery/client"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/talchaos/talchaos/sim/simtest"
 )
 
 func bootID(ctx context.Context, cl *client.Client) (string, error) {
@@ -229,4 +231,59 @@ func TestUpgradeOfTwoMembersIsRefused(t *testing.T) {
 	_, err := cl.UpgradeWithOptions(ctx, client.WithUpgradeImage("ghcr.io/siderolabs/installer:v1.12.7"))
 	wantStatus(t, "two members", err, codes.Unknown,
 		"error validating etcd for upgrade: etcd member count(2) is insufficient to maintain quorum if upgrade commences")
+}
+
+// `talosctl shutdown` and `reset` wait for the stopAllServices task's event
+// (StopAllServicesEventFn): the sequence's events reach a client watching
+// through another node's apid up to that task, then the stream ends, as
+// apid stopping last lets it.
+func TestShutdownEventsReachTheWatcher(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	sc := newScenario(1)
+	sc.Cluster.Workers = 1
+
+	c := simtest.FromScenario(t, sc, 1)
+	nodes := c.Nodes()
+	cl := applyAndBootstrap(t, ctx, c, nodes[0].Endpoint)
+	waitVoters(t, ctx, cl, 1)
+
+	w1 := client.WithNode(ctx, nodes[1].Address)
+
+	eventually(t, 30*time.Second, func() error { _, err := cl.Version(w1); return err })
+
+	ch := make(chan client.EventResult)
+	if err := cl.EventsWatchV2(w1, ch); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := cl.Shutdown(w1); err != nil {
+		t.Fatal(err)
+	}
+
+	var tasks []string
+
+	for {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the stream did not end; tasks %v", tasks)
+		case r := <-ch:
+			if r.Error != nil {
+				if len(tasks) == 0 || tasks[len(tasks)-1] != "stopAllServices" || !errors.Is(r.Error, io.EOF) && status.Code(r.Error) != codes.Unavailable {
+					t.Errorf("stream ended with %v after tasks %v, want it to end after stopAllServices", r.Error, tasks)
+				}
+
+				if !slices.Contains(tasks, "storeShutdownEmergency") {
+					t.Errorf("tasks %v, want the shutdown sequence's", tasks)
+				}
+
+				return
+			}
+
+			if te, ok := r.Event.Payload.(*machine.TaskEvent); ok && te.GetAction() == machine.TaskEvent_START {
+				tasks = append(tasks, te.GetTask())
+			}
+		}
+	}
 }

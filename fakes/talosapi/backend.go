@@ -103,8 +103,8 @@ type Backend interface {
 	// Reboot, Shutdown and Reset run asynchronously after the reply is sent;
 	// the reboot sequence's events carry actorID.
 	Reboot(actorID string) error
-	Shutdown() error
-	Reset(req *machine.ResetRequest) error
+	Shutdown(force bool, actorID string) error
+	Reset(req *machine.ResetRequest, actorID string) error
 
 	// Resources is the node's COSI state (MachineStatus and friends); its
 	// TimeStatus says whether the node's time is in sync.

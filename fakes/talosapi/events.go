@@ -57,6 +57,11 @@ type EventLog struct {
 	events  []event
 	dropped int // events evicted from the front; keeps watcher positions stable
 	notify  chan struct{}
+	// closed: the node is going down; watchers send what they have not
+	// sent yet and end (Close). watching counts the watches running.
+	closed   bool
+	watching sync.WaitGroup
+	open     int
 }
 
 // NewEventLog stamps events with now (the node's clock); nil is real time.
@@ -84,14 +89,51 @@ func (l *EventLog) Publish(payload proto.Message, actorID string) {
 	l.notify = make(chan struct{})
 }
 
-// Reset forgets the history, as a boot does; watchers see only what comes
-// afterwards (the API they watch through goes down with the node anyway).
+// Reset forgets the history, as a boot does, and opens the log again.
 func (l *EventLog) Reset() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 
 	l.dropped += len(l.events)
 	l.events = nil
+	l.closed = false
+}
+
+// Close ends every watch once it has sent what was published before, and
+// waits for them at most flush (wall time): the node is going down cleanly,
+// apid stopping last, so a client watching sees the sequence up to its
+// stopAllServices task, then the stream ends. It reports whether a watch was
+// open: the API must then stop gracefully, or the last messages are lost
+// with the connection.
+func (l *EventLog) Close(flush time.Duration) bool {
+	l.mu.Lock()
+	l.closed = true
+	close(l.notify)
+	l.notify = make(chan struct{})
+	open := l.open
+	l.mu.Unlock()
+
+	if open == 0 {
+		return false
+	}
+
+	done := make(chan struct{})
+
+	go func() {
+		defer close(done)
+
+		l.watching.Wait()
+	}()
+
+	t := time.NewTimer(flush)
+	defer t.Stop()
+
+	select {
+	case <-done:
+	case <-t.C:
+	}
+
+	return true
 }
 
 // Payloads returns the payloads published since the last boot, oldest first.
@@ -153,6 +195,22 @@ func (l *EventLog) start(opts watchOptions) int {
 // or send fails; the actor filter applies to both.
 func (l *EventLog) watch(ctx context.Context, opts watchOptions, send func(event) error) error {
 	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+
+		return nil
+	}
+
+	l.watching.Add(1)
+	l.open++
+
+	defer func() {
+		l.mu.Lock()
+		l.open--
+		l.mu.Unlock()
+		l.watching.Done()
+	}()
+
 	pos := l.start(opts)
 	l.mu.Unlock()
 
@@ -161,7 +219,7 @@ func (l *EventLog) watch(ctx context.Context, opts watchOptions, send func(event
 		idx := max(pos-l.dropped, 0)
 		pending := append([]event(nil), l.events[min(idx, len(l.events)):]...)
 		pos = l.dropped + len(l.events)
-		wait := l.notify
+		wait, closed := l.notify, l.closed
 		l.mu.Unlock()
 
 		for _, e := range pending {
@@ -172,6 +230,10 @@ func (l *EventLog) watch(ctx context.Context, opts watchOptions, send func(event
 			if err := send(e); err != nil {
 				return err
 			}
+		}
+
+		if closed {
+			return nil
 		}
 
 		select {

@@ -324,11 +324,11 @@ func (m *machineServer) Reboot(context.Context, *machine.RebootRequest) (*machin
 // Shutdown powers the node off after the reply (the shutdown sequence: services
 // stopped, etcd with SIGTERM, no leaving the cluster), as on metal, the kind of
 // node the sim models for reboots.
-func (m *machineServer) Shutdown(context.Context, *machine.ShutdownRequest) (*machine.ShutdownResponse, error) {
+func (m *machineServer) Shutdown(_ context.Context, in *machine.ShutdownRequest) (*machine.ShutdownResponse, error) {
 	actorID := uuid.New().String()
 	m.machinedLog("shutdown via API received. actor id: %s", actorID)
 
-	if err := m.backend().Shutdown(); err != nil {
+	if err := m.backend().Shutdown(in.GetForce(), actorID); err != nil {
 		return nil, err
 	}
 
@@ -340,7 +340,7 @@ func (m *machineServer) Reset(_ context.Context, in *machine.ResetRequest) (*mac
 	actorID := uuid.New().String()
 	m.machinedLog("reset request received. actorID: %s", actorID)
 
-	if err := m.backend().Reset(in); err != nil {
+	if err := m.backend().Reset(in, actorID); err != nil {
 		return nil, err
 	}
 

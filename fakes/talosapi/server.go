@@ -219,6 +219,12 @@ const maintenanceGrace = 5 * time.Second
 // Stop closes the listener and every connection (the node is down or switching).
 func (s *Server) Stop() { s.stop(0) }
 
+// StopGracefully lets the calls in flight end and their last messages go
+// out, waiting at most grace (wall time; streams that never end, a followed
+// log, hold it that long), then stops.
+func (s *Server) StopGracefully(grace time.Duration) { s.stop(grace) }
+
+
 // stop closes the listener; with a grace period in-flight calls finish first
 // (at most grace), then every connection is closed.
 func (s *Server) stop(grace time.Duration) {
