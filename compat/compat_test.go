@@ -1414,5 +1414,5 @@ func TestUpgradeAgainstUp(t *testing.T) {
 	res.check(allVoters(out, err), "every control plane a voter after the reboot").detail(err, out)
 
 	out, err = tc.run("-n", workers[0], "shutdown")
-	res.check(err == nil && strings.Contains(out, "task: stopAllServices action: START"), "-n %s shutdown: its services stop", workers[0]).detail(err, out)
+	res.check(err == nil && strings.Contains(out, "events check condition met"), "-n %s shutdown: its services stop", workers[0]).detail(err, out)
 }
