@@ -348,6 +348,9 @@ func stateOf(no *history.NodeObservation, main history.Cluster, n history.Node) 
 	case no.Mode == history.ModeConfigured && no.Stage != "":
 		s.api = "api-" + strings.ReplaceAll(no.Stage, " ", "-")
 		s.apiTitle = "configured, stage " + no.Stage
+		if no.Version != "" {
+			s.apiTitle += ", Talos " + no.Version
+		}
 	case no.Mode == history.ModeMaintenance:
 		s.api, s.apiTitle = "api-maintenance", "maintenance mode"
 	default:

@@ -71,7 +71,7 @@ func Summary(r *result.Result) string {
 		fmt.Fprintln(tw, header)
 
 		for _, n := range o.Nodes {
-			line := "  " + strings.Join([]string{cell(n.Name), cell(n.Address), cell(n.Role), cell(n.Stage), cell(n.EtcdState), cell(n.EtcdHealth)}, "\t")
+			line := "  " + strings.Join([]string{cell(n.Name), cell(n.Address), cell(n.Role), cell(stageCell(n)), cell(n.EtcdState), cell(n.EtcdHealth)}, "\t")
 			if o.KubernetesEndpoints != nil {
 				line += "\t" + cell(kubeCell(n))
 			}
@@ -241,7 +241,7 @@ func Markdown(r *result.Result) string {
 
 		for _, n := range o.Nodes {
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n",
-				mdCode(n.Name, true), mdCode(n.Address, true), mdText(n.Role, true), mdText(n.Stage, true),
+				mdCode(n.Name, true), mdCode(n.Address, true), mdText(n.Role, true), mdText(stageCell(n), true),
 				mdText(n.EtcdState, true), mdText(n.EtcdHealth, true), mdText(nodeNote(n), true))
 		}
 	}
@@ -359,6 +359,16 @@ func replayCmd(r *result.Result) string {
 	}
 
 	return r.Replay
+}
+
+// stageCell is a node's stage, with the Talos version it reported in a run
+// with a rolling upgrade.
+func stageCell(n result.NodeOutcome) string {
+	if n.Version == "" {
+		return n.Stage
+	}
+
+	return n.Stage + " (" + n.Version + ")"
 }
 
 // nodeNote is the extra column of the node table: the Talos API error if the
