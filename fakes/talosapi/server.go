@@ -224,7 +224,6 @@ func (s *Server) Stop() { s.stop(0) }
 // log, hold it that long), then stops.
 func (s *Server) StopGracefully(grace time.Duration) { s.stop(grace) }
 
-
 // stop closes the listener; with a grace period in-flight calls finish first
 // (at most grace), then every connection is closed.
 func (s *Server) stop(grace time.Duration) {
