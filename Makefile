@@ -68,10 +68,12 @@ test-scenarios:
 # make test), the five- and seven-member happy paths, a Failed etcd and a
 # crash loop at five and seven control planes, and every built-in the
 # container target can run (make test runs two) with a control plane powered off
-# under Kubernetes on containers; about 30 minutes.
+# under Kubernetes on containers, the upgrade's refusals and drain on the sim and
+# the rolling upgrade with a member down; about 30 minutes.
 test-long:
 	$(GO) test -count=1 -race -timeout 30m -run '^TestScenarios$$' ./scenarios -args '-ginkgo.label-filter=seeds || long'
 	$(GO) test -count=1 -race -timeout 30m -run '^(TestBuiltinsAsOnSim|TestKubernetesFaults)$$' ./sim/container -args -all-builtins
+	$(GO) test -count=1 -race -timeout 30m -run '^TestUpgrade' ./sim -args -long
 
 # One table, measured on this machine with the built binary: every built-in's
 # median time to the outcome (5 seeds, two at a time), the happy path's

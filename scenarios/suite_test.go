@@ -420,7 +420,18 @@ func heavy(name string) any {
 		return Serial
 	}
 
+	if _, ok := longBuiltins[name]; ok {
+		return Label("long")
+	}
+
 	return Offset(0)
+}
+
+// longBuiltins run in make test-long only, each with why: make test's 15
+// minutes on 2 cores.
+var longBuiltins = map[string]string{
+	"upgrade-member-down":           "a rolling upgrade of 20 Talos minutes; upgrade-interrupted shows the rolling upgrade in make test",
+	"upgrade-member-down-resilient": "its resilient pair",
 }
 
 // skipUnsupported skips a scenario with a fault the sim cannot inject on

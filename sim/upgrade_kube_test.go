@@ -19,6 +19,7 @@ import (
 // miss at this time scale.
 func TestUpgradeCordonsDrainsAndUncordons(t *testing.T) {
 	needKube(t)
+	needLong(t) // make compat's TestKubernetesAgainstUp upgrades a worker through kubectl too
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

@@ -3,6 +3,7 @@ package sim_test
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"slices"
@@ -178,8 +179,11 @@ func TestUpgradeRebootsIntoTheInstalledVersion(t *testing.T) {
 
 // The upgrade's refusals, each with machined's text: an image reference
 // that does not parse, a staged upgrade (not simulated), and a cluster with
-// a member down (ValidateForUpgrade's health check of every member).
+// a member down (ValidateForUpgrade's health check of every member). Two
+// members are refused in TestConformanceOfEtcdAndMaintenanceRPCs.
 func TestUpgradeRefusals(t *testing.T) {
+	needLong(t)
+
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
@@ -218,19 +222,6 @@ func TestUpgradeRefusals(t *testing.T) {
 	if _, err := cl1.UpgradeWithOptions(ctx, client.WithUpgradeImage("ghcr.io/siderolabs/installer:v1.12.7"), client.WithUpgradeForce(true)); err != nil {
 		t.Errorf("forced upgrade: %v", err)
 	}
-}
-
-// Two members cannot lose one: ValidateForUpgrade refuses.
-func TestUpgradeOfTwoMembersIsRefused(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-
-	c := formed(t, ctx, 2)
-	cl := secure(t, ctx, c, c.Nodes()[0])
-
-	_, err := cl.UpgradeWithOptions(ctx, client.WithUpgradeImage("ghcr.io/siderolabs/installer:v1.12.7"))
-	wantStatus(t, "two members", err, codes.Unknown,
-		"error validating etcd for upgrade: etcd member count(2) is insufficient to maintain quorum if upgrade commences")
 }
 
 // `talosctl shutdown` and `reset` wait for the stopAllServices task's event
@@ -285,5 +276,18 @@ func TestShutdownEventsReachTheWatcher(t *testing.T) {
 				tasks = append(tasks, te.GetTask())
 			}
 		}
+	}
+}
+
+// long runs the tests make test leaves to make test-long (-args -long): each
+// repeats, at more cost, what a quicker test or the compatibility suite
+// already shows.
+var long = flag.Bool("long", false, "run the tests make test leaves to make test-long")
+
+func needLong(t *testing.T) {
+	t.Helper()
+
+	if !*long {
+		t.Skip("make test-long runs it (-args -long)")
 	}
 }
