@@ -1097,26 +1097,7 @@ func TestKubernetesAgainstUp(t *testing.T) {
 		t.Fatalf("talchaos run happy-path-kubernetes --plan: %v\n%s", err, out)
 	}
 
-	dir := filepath.Join(t.TempDir(), "cluster")
-	simTmp := filepath.Join(t.TempDir(), "tmp")
-
-	if err := os.MkdirAll(simTmp, 0o700); err != nil {
-		t.Fatal(err)
-	}
-
-	startUp(t, talchaosBin, dir, simTmp, "--bootstrap", "--kubernetes", "--workers", "1")
-
-	inv := readInventory(t, filepath.Join(dir, "inventory.yaml"))
-
-	var cps, workers []string
-
-	for _, n := range inv.Nodes {
-		if n.Role == "controlplane" {
-			cps = append(cps, n.Address)
-		} else {
-			workers = append(workers, n.Address)
-		}
-	}
+	dir, inv, cps, workers := upCluster(t, talchaosBin, "--bootstrap", "--kubernetes", "--workers", "1")
 
 	res := &results{t: t}
 	defer res.summary()
@@ -1344,26 +1325,7 @@ func TestIPv6AgainstUp(t *testing.T) {
 func TestUpgradeAgainstUp(t *testing.T) {
 	talchaosBin, talosctlBin := upBinaries(t)
 
-	dir := filepath.Join(t.TempDir(), "cluster")
-	simTmp := filepath.Join(t.TempDir(), "tmp")
-
-	if err := os.MkdirAll(simTmp, 0o700); err != nil {
-		t.Fatal(err)
-	}
-
-	startUp(t, talchaosBin, dir, simTmp, "--bootstrap", "--workers", "1")
-
-	inv := readInventory(t, filepath.Join(dir, "inventory.yaml"))
-
-	var cps, workers []string
-
-	for _, n := range inv.Nodes {
-		if n.Role == "controlplane" {
-			cps = append(cps, n.Address)
-		} else {
-			workers = append(workers, n.Address)
-		}
-	}
+	dir, _, cps, workers := upCluster(t, talchaosBin, "--bootstrap", "--workers", "1")
 
 	res := &results{t: t}
 	defer res.summary()
@@ -1415,4 +1377,31 @@ func TestUpgradeAgainstUp(t *testing.T) {
 
 	out, err = tc.run("-n", workers[0], "shutdown")
 	res.check(err == nil && strings.Contains(out, "events check condition met"), "-n %s shutdown: its services stop", workers[0]).detail(err, out)
+}
+
+// upCluster runs `talchaos up` with args in a directory of the test's and
+// returns it, its inventory and the control planes' and workers' addresses.
+func upCluster(t *testing.T, talchaosBin string, args ...string) (dir string, inv *inventory, cps, workers []string) {
+	t.Helper()
+
+	dir = filepath.Join(t.TempDir(), "cluster")
+	simTmp := filepath.Join(t.TempDir(), "tmp")
+
+	if err := os.MkdirAll(simTmp, 0o700); err != nil {
+		t.Fatal(err)
+	}
+
+	startUp(t, talchaosBin, dir, simTmp, args...)
+
+	inv = readInventory(t, filepath.Join(dir, "inventory.yaml"))
+
+	for _, n := range inv.Nodes {
+		if n.Role == "controlplane" {
+			cps = append(cps, n.Address)
+		} else {
+			workers = append(workers, n.Address)
+		}
+	}
+
+	return dir, inv, cps, workers
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -16,24 +15,12 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/talchaos/talchaos/harness/talosclient"
 	"github.com/talchaos/talchaos/sim/simtest"
 )
 
-func bootID(ctx context.Context, cl *client.Client) (string, error) {
-	r, err := cl.Read(ctx, "/proc/sys/kernel/random/boot_id")
-	if err != nil {
-		return "", err
-	}
-
-	defer r.Close() //nolint:errcheck
-
-	b, err := io.ReadAll(r)
-	if err != nil {
-		return "", err
-	}
-
-	return strings.TrimSpace(string(b)), r.Close()
-}
+// bootID is the node's kernel boot ID.
+var bootID = talosclient.BootID
 
 // actorEvents collects the events of one actor from a node until the task
 // stopAllServices starts (apid stops there) or the stream ends.

@@ -25,10 +25,7 @@ var _ = register(Code{
 func upgradeLost(ev *Evidence) []result.Diagnosis {
 	var out []result.Diagnosis
 
-	upgraded := map[string]bool{}
-	for _, n := range ev.Upgraded() {
-		upgraded[n] = true
-	}
+	upgraded := ev.upgradedSet()
 
 	for _, n := range ev.Final.Ordered() {
 		first, looked := ev.FirstVersion[n.Name]

@@ -35,10 +35,7 @@ var memberInRefusal = regexp.MustCompile(`etcd member ([0-9a-f]{16}) is not`)
 func upgradeRefused(ev *Evidence) []result.Diagnosis {
 	var out []result.Diagnosis
 
-	upgraded := map[string]bool{}
-	for _, n := range ev.Upgraded() {
-		upgraded[n] = true
-	}
+	upgraded := ev.upgradedSet()
 
 	for _, n := range ev.Final.Ordered() {
 		if upgraded[n.Name] {

@@ -199,6 +199,16 @@ func presence(found bool) string {
 	return "absent"
 }
 
+// upgradedSet is Upgraded as a set.
+func (ev *Evidence) upgradedSet() map[string]bool {
+	out := map[string]bool{}
+	for _, n := range ev.Upgraded() {
+		out[n] = true
+	}
+
+	return out
+}
+
 // Upgraded are the nodes that report another Talos version at the end than
 // when first seen.
 func (ev *Evidence) Upgraded() []string {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/talchaos/talchaos/harness/talosclient"
 	"github.com/talchaos/talchaos/harness/target"
 )
 
@@ -31,23 +31,8 @@ func (e *Env) upgradeOrder() []target.Node {
 	return out
 }
 
-// bootID reads the node's kernel boot ID, as talosctl's tracker does before
-// and after a reboot (cmd/talosctl/pkg/talos/action/tracker.go getBootID).
-func bootID(ctx context.Context, cl *client.Client) (string, error) {
-	r, err := cl.Read(ctx, "/proc/sys/kernel/random/boot_id")
-	if err != nil {
-		return "", err
-	}
-
-	defer r.Close() //nolint:errcheck
-
-	b, err := io.ReadAll(r)
-	if err != nil {
-		return "", err
-	}
-
-	return strings.TrimSpace(string(b)), nil
-}
+// bootID is the node's kernel boot ID.
+var bootID = talosclient.BootID
 
 // talosVersion is the Talos version the node reports.
 func talosVersion(ctx context.Context, cl *client.Client) (string, error) {
