@@ -25,7 +25,9 @@ func (a Address) Prefix() netip.Prefix { return netip.PrefixFrom(a.Addr, a.Bits)
 // NodeAddresses lists every node's addresses under cluster.network, by node
 // name: its address in each subnet (cp1's as given, the others counting up
 // from it over the control planes, then the workers), then its further
-// addresses; nil without cluster.network. The scenario must be valid.
+// addresses; nil without cluster.network. An address that does not parse
+// is left out: validation says so, and the fault kinds' checks (which run
+// beside it on the same scenario) must not stop at it.
 func (c Cluster) NodeAddresses() map[string][]Address {
 	if c.Network == nil {
 		return nil
@@ -35,13 +37,15 @@ func (c Cluster) NodeAddresses() map[string][]Address {
 
 	for i, name := range c.NodeNames() {
 		for _, s := range c.Network.Addresses {
-			p := netip.MustParsePrefix(s)
-			out[name] = append(out[name], Address{Addr: hostAddr(p.Addr(), i), Bits: p.Bits()})
+			if p, err := netip.ParsePrefix(s); err == nil {
+				out[name] = append(out[name], Address{Addr: hostAddr(p.Addr(), i), Bits: p.Bits()})
+			}
 		}
 
 		for _, a := range c.Nodes[name].Addresses {
-			addr := netip.MustParseAddr(a.Address)
-			out[name] = append(out[name], Address{Addr: addr, Bits: addr.BitLen(), Unrouted: a.Unrouted})
+			if addr, err := netip.ParseAddr(a.Address); err == nil {
+				out[name] = append(out[name], Address{Addr: addr, Bits: addr.BitLen(), Unrouted: a.Unrouted})
+			}
 		}
 	}
 
@@ -49,13 +53,25 @@ func (c Cluster) NodeAddresses() map[string][]Address {
 }
 
 // EndpointAddr is the control-plane endpoint's address: endpoint, or the
-// first subnet's host 1. The network must be valid.
+// first subnet's host 1; the zero address when neither parses (validation
+// says why).
 func (n *Network) EndpointAddr() netip.Addr {
 	if n.Endpoint != "" {
-		return netip.MustParseAddr(n.Endpoint)
+		addr, _ := netip.ParseAddr(n.Endpoint)
+
+		return addr
 	}
 
-	return hostAddr(netip.MustParsePrefix(n.Addresses[0]).Masked().Addr(), 1)
+	if len(n.Addresses) == 0 {
+		return netip.Addr{}
+	}
+
+	p, err := netip.ParsePrefix(n.Addresses[0])
+	if err != nil {
+		return netip.Addr{}
+	}
+
+	return hostAddr(p.Masked().Addr(), 1)
 }
 
 // hostAddr is base plus k.
