@@ -56,13 +56,8 @@ fuzz:
 # longer than everything else together. Ginkgo's processes and its CLI talk
 # over loopback, so they share one network namespace (hack/innetns), where
 # the built-ins with cluster.network take their addresses.
-# The three longest packages come first, so that with two at a time cmd runs
-# beside sim/container and then sim, and the short ones fill in after cmd:
-# in list order cmd and sim/container ran one after the other (13 min 53 s).
-LONGPKGS = ./cmd/talchaos ./sim/container ./sim
-
 test-packages:
-	$(GO) test -count=1 -race -timeout 12m $(LONGPKGS) $$($(GO) list ./... | grep -v -e '/scenarios$$' -e '/cmd/talchaos$$' -e '/sim/container$$' -e '/talchaos/sim$$')
+	$(GO) test -count=1 -race -timeout 12m $$($(GO) list ./... | grep -v '/scenarios$$')
 
 test-scenarios:
 	$(GO) build -o bin/ginkgo github.com/onsi/ginkgo/v2/ginkgo
