@@ -2,15 +2,14 @@ package sim
 
 import (
 	"context"
-	"regexp"
 	"time"
 
-	"github.com/distribution/reference"
 	"github.com/siderolabs/talos/pkg/machinery/api/machine"
 	"github.com/siderolabs/talos/pkg/machinery/resources/runtime"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/talchaos/talchaos/fakes/talosapi"
+	"github.com/talchaos/talchaos/harness/scenario"
 	"github.com/talchaos/talchaos/harness/target"
 )
 
@@ -18,10 +17,6 @@ import (
 // installer image and writing the new boot assets. The sim's choice, about
 // what a lab VM on a home uplink takes; the pull itself is not modelled.
 const installerRun = 2 * time.Minute
-
-// talosTag is a Talos release's tag; an installer image tagged so installs
-// that version.
-var talosTag = regexp.MustCompile(`^v\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$`)
 
 // Upgrade implements talosapi.Backend: the upgrade sequence of a metal node
 // (Sequencer.Upgrade, runtime/v1alpha1/v1alpha1_sequencer.go, v1.12.6), run
@@ -57,7 +52,7 @@ func (n *Node) Upgrade(req *machine.UpgradeRequest, actorID string) error {
 // meanwhile (a fault) ends it, and boots the version installed by then.
 func (n *Node) runUpgrade(req *machine.UpgradeRequest, actorID string) {
 	n.mu.Lock()
-	ctx, cfg := n.bootCtx, n.cfg
+	ctx := n.bootCtx
 	n.mu.Unlock()
 
 	if ctx == nil || ctx.Err() != nil {
@@ -68,7 +63,7 @@ func (n *Node) runUpgrade(req *machine.UpgradeRequest, actorID string) {
 
 	var phases []phase
 
-	if cfg == nil || !cfg.Machine().Kubelet().SkipNodeRegistration() {
+	if n.registers() {
 		phases = append(phases, phase{name: "drain", task: "cordonAndDrainNode", run: n.cordonAndDrain})
 	}
 
@@ -132,12 +127,10 @@ func (n *Node) install(ctx context.Context, image string) error {
 		return ctx.Err()
 	}
 
-	if ref, err := reference.ParseDockerRef(image); err == nil {
-		if tagged, ok := ref.(reference.Tagged); ok && talosTag.MatchString(tagged.Tag()) {
-			n.mu.Lock()
-			n.upgradedTo = tagged.Tag()
-			n.mu.Unlock()
-		}
+	if version, err := scenario.UpgradeVersion(image); err == nil {
+		n.mu.Lock()
+		n.upgradedTo = version
+		n.mu.Unlock()
 	}
 
 	n.machined.Printf("upgrade successful")

@@ -162,7 +162,7 @@ func (m *machineServer) validateMemberHealth(ctx context.Context, urls []string)
 	return nil
 }
 
-// upgradeSequenceLocked is the event a sequence that cannot take the
+// UpgradeSequenceLocked is the event a sequence that cannot take the
 // sequencer's lock publishes (v1alpha1_controller.go Run), for Backend.Upgrade
 // implementations.
 func UpgradeSequenceLocked() *machine.SequenceEvent {
