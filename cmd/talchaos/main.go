@@ -64,8 +64,10 @@ var nothingToClean atomic.Bool
 
 func main() {
 	ctx, stop := notifyInterrupts(context.Background())
+	stopProfile := startProfile()
 	code := execute(ctx, os.Args[1:], os.Stdout, os.Stderr)
 
+	stopProfile()
 	stop()
 	os.Exit(code)
 }
