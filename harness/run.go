@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"runtime/pprof"
 	"time"
 
 	clientconfig "github.com/siderolabs/talos/pkg/machinery/client/config"
@@ -131,7 +132,12 @@ func Run(ctx context.Context, sc *scenario.Scenario, opts Options) (*result.Resu
 
 	log.Add("", "run.start", fmt.Sprintf("scenario %s on %s, seed %d, talos %s, %s", sc.Name, opts.Target.Name(), opts.Seed, sc.Talos, ScaleNote(sc, opts.Target)))
 
-	cluster, err := opts.Target.Provision(ctx, sc, target.Options{Seed: opts.Seed})
+	var cluster target.Cluster
+
+	part(ctx, "nodes", func(ctx context.Context) {
+		cluster, err = opts.Target.Provision(ctx, sc, target.Options{Seed: opts.Seed})
+	})
+
 	if err != nil {
 		return finish(fmt.Errorf("provision %s: %w", opts.Target.Name(), err))
 	}
@@ -175,7 +181,15 @@ func runCluster(ctx context.Context, sc *scenario.Scenario, clk clock.Clock, opt
 	// the narration read, the fold the verdict is drawn from afterwards.
 	live := judge.Follow(rec, judge.Options{})
 
-	observer, err := check.NewObserver(ctx, cluster.Nodes(), cluster.Talosconfig(), log, rec, live, interval)
+	var (
+		observer *check.Observer
+		err      error
+	)
+
+	part(ctx, "observer", func(ctx context.Context) {
+		observer, err = check.NewObserver(ctx, cluster.Nodes(), cluster.Talosconfig(), log, rec, live, interval)
+	})
+
 	if err != nil {
 		return fmt.Errorf("observer: %w", err)
 	}
@@ -195,21 +209,21 @@ func runCluster(ctx context.Context, sc *scenario.Scenario, clk clock.Clock, opt
 
 	observed := make(chan struct{})
 
-	go func() {
+	go part(bgCtx, "observer", func(ctx context.Context) {
 		defer close(observed)
 
-		observer.Run(bgCtx)
-	}()
+		observer.Run(ctx)
+	})
 
 	schedule := chaos.NewSchedule(planned, cluster, log, rec, clk)
 	scheduled := make(chan struct{})
 	ticks := observer.Subscribe()
 
-	go func() {
+	go part(bgCtx, "faults", func(ctx context.Context) {
 		defer close(scheduled)
 
-		schedule.Run(bgCtx, ticks, live)
-	}()
+		schedule.Run(ctx, ticks, live)
+	})
 
 	talosconfig := cluster.Talosconfig()
 
@@ -246,7 +260,9 @@ func runCluster(ctx context.Context, sc *scenario.Scenario, clk clock.Clock, opt
 		env.Faults = cf
 	}
 
-	orchErr := orch.Run(orchCtx, env)
+	var orchErr error
+
+	part(orchCtx, "orchestrator", func(ctx context.Context) { orchErr = orch.Run(ctx, env) })
 
 	res.Orchestrator = &result.OrchestratorEnd{
 		Name: orch.Name(), TimedOut: orchErr != nil && ctx.Err() == nil && errors.Is(orchCtx.Err(), context.DeadlineExceeded),
@@ -398,6 +414,14 @@ func settle(ctx context.Context, sc *scenario.Scenario, clk clock.Clock, within 
 			return
 		}
 	}
+}
+
+// part runs f with the profiler label part=name, which every goroutine it
+// starts inherits (the nodes' servers and etcd members, the observer's and the
+// orchestrator's gRPC connections): a CPU profile (make bench's, or
+// TALCHAOS_CPUPROFILE) then says which part of a run spent the CPU.
+func part(ctx context.Context, name string, f func(context.Context)) {
+	pprof.Do(ctx, pprof.Labels("part", name), f)
 }
 
 // settleWindows is how many of its longest windows a settle waits at least

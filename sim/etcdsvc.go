@@ -520,7 +520,8 @@ func (n *Node) healthLoop(ctx context.Context, svc *service) {
 		return
 	}
 
-	client, err := n.EtcdClient(ctx, true)
+	// One client for the service's life, as health.Run's check keeps its own.
+	client, err := n.newEtcdClient(ctx, []string{n.EtcdClientEndpoint()})
 	if err != nil {
 		svc.setHealth(false, err.Error())
 
@@ -603,6 +604,8 @@ func (n *Node) runEtcdOnce(ctx context.Context, svc *service, args etcdStartArgs
 	n.mu.Unlock()
 
 	defer func() {
+		n.dropLocalEtcd(e)
+
 		n.mu.Lock()
 		n.etcd = nil
 		n.mu.Unlock()
@@ -617,13 +620,16 @@ func (n *Node) runEtcdOnce(ctx context.Context, svc *service, args etcdStartArgs
 			svc.update(stateStopping, "Sending SIGTERM to task etcd (PID %d, container etcd)", pid)
 		}
 
+		n.dropLocalEtcd(e)
 		closeEtcd(e, killed)
 
 		return nil
 	case err := <-e.Err():
+		n.dropLocalEtcd(e)
 		closeEtcd(e, false)
 		fatalLine(out, "etcd exited", err)
 	case <-e.Server.StopNotify():
+		n.dropLocalEtcd(e)
 		closeEtcd(e, false)
 	}
 

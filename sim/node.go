@@ -117,6 +117,7 @@ type Node struct {
 	kubeletStop func()
 	kubeletPID  int
 	etcd        *embed.Etcd
+	localEtcd   *localEtcd // the API's client of etcd (etcdlocal.go)
 	pid         int
 	bootCtx     context.Context //nolint:containedctx // lifetime of the current boot
 	bootCancel  context.CancelFunc
@@ -407,12 +408,17 @@ func (n *Node) Services() []*machine.ServiceInfo {
 // EtcdClient implements talosapi.Backend: the local member directly (Talos's
 // localhost:2379, never through the network), or the discovered control-plane
 // endpoints in random order (NewClientFromControlPlaneIPs).
-func (n *Node) EtcdClient(ctx context.Context, local bool) (*clientv3.Client, error) {
+func (n *Node) EtcdClient(ctx context.Context, local bool) (*clientv3.Client, func(), error) {
 	if local {
-		return n.newEtcdClient(ctx, []string{n.EtcdClientEndpoint()})
+		return n.localEtcdClient(ctx)
 	}
 
-	return n.clusterClient(ctx)
+	c, err := n.clusterClient(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+
+	return c, func() { c.Close() }, nil //nolint:errcheck
 }
 
 // EtcdClientEndpoint implements talosapi.Backend.

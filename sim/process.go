@@ -68,6 +68,7 @@ func (n *Node) killEtcd(code int) error {
 		return fmt.Errorf("etcd is not running on %s", n.name)
 	}
 
+	n.dropLocalEtcd(e)
 	e.Server.HardStop()
 
 	return nil

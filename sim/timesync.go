@@ -55,6 +55,23 @@ type nodeClock struct {
 	timer  *time.Timer
 	// pkiOffset is the offset the node's etcd certificates were issued at.
 	pkiOffset time.Duration
+	// pkiIssues counts the issues of the node's etcd certificates (a client
+	// kept across calls is good only for the certificates it verified).
+	pkiIssues int
+}
+
+// tlsEra is what a TLS handshake with the node's etcd depends on besides the
+// member: the node's clock and the certificates' issue.
+type tlsEra struct {
+	offset time.Duration
+	issues int
+}
+
+func (n *Node) tlsEra() tlsEra {
+	n.clk.mu.Lock()
+	defer n.clk.mu.Unlock()
+
+	return tlsEra{offset: n.clk.offset, issues: n.clk.pkiIssues}
 }
 
 // Now implements talosapi.Backend: the node's clock.
@@ -271,6 +288,7 @@ func (n *Node) writeEtcdCerts(addrs []netip.Addr, offset time.Duration) error {
 
 	n.clk.mu.Lock()
 	n.clk.pkiOffset = offset
+	n.clk.pkiIssues++
 	n.clk.mu.Unlock()
 
 	return nil

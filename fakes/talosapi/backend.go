@@ -81,8 +81,9 @@ type Backend interface {
 	// Services lists the node's services in ServiceList form.
 	Services() []*machine.ServiceInfo
 	// EtcdClient returns a client to the local member (local) or to the discovered
-	// control-plane endpoints, configured as Talos configures its own clients.
-	EtcdClient(ctx context.Context, local bool) (*clientv3.Client, error)
+	// control-plane endpoints, configured as Talos configures its own clients,
+	// and what ends the call's use of it (Talos closes it).
+	EtcdClient(ctx context.Context, local bool) (*clientv3.Client, func(), error)
 	// EtcdClientEndpoint is the endpoint the local client talks to (for Status).
 	EtcdClientEndpoint() string
 	// LocalMemberID is the ID of the member this node runs, waiting (up to

@@ -28,12 +28,12 @@ func (m *machineServer) etcdClient(ctx context.Context, check string, local bool
 		return nil, nil, err
 	}
 
-	client, err := m.backend().EtcdClient(ctx, local)
+	client, done, err := m.backend().EtcdClient(ctx, local)
 	if err != nil {
 		return nil, nil, fmt.Errorf("failed to create etcd client: %w", err)
 	}
 
-	return client, func() { client.Close() }, nil //nolint:errcheck
+	return client, done, nil
 }
 
 // EtcdLeaveCluster removes the local member, stops etcd and removes its data.
@@ -120,13 +120,13 @@ func (m *machineServer) forfeit(ctx context.Context, client *clientv3.Client, id
 			m.machinedLog("moving leadership from %q to %q", member.GetName(), other.GetName())
 
 			// MoveLeader must reach the leader itself.
-			leaderClient, err := m.backend().EtcdClient(ctx, true)
+			leaderClient, done, err := m.backend().EtcdClient(ctx, true)
 			if err != nil {
 				return "", err
 			}
 
 			_, err = leaderClient.MoveLeader(ctx, other.GetID())
-			leaderClient.Close() //nolint:errcheck
+			done()
 
 			if err != nil {
 				if errors.Is(err, rpctypes.ErrNotLeader) {

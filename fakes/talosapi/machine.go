@@ -206,12 +206,12 @@ func (m *machineServer) EtcdMemberList(ctx context.Context, in *machine.EtcdMemb
 		return nil, err
 	}
 
-	client, err := m.backend().EtcdClient(ctx, in.QueryLocal)
+	client, done, err := m.backend().EtcdClient(ctx, in.QueryLocal)
 	if err != nil {
 		return nil, err
 	}
 
-	defer client.Close() //nolint:errcheck
+	defer done()
 
 	resp, err := client.MemberList(clientv3.WithRequireLeader(ctx))
 	if err != nil {

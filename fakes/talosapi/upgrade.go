@@ -52,12 +52,12 @@ func (m *machineServer) Upgrade(ctx context.Context, in *machine.UpgradeRequest)
 	}
 
 	if m.isControlPlane() && !in.GetForce() {
-		client, err := m.backend().EtcdClient(ctx, false)
+		client, done, err := m.backend().EtcdClient(ctx, false)
 		if err != nil {
 			return nil, fmt.Errorf("failed to create etcd client: %w", err)
 		}
 
-		defer client.Close() //nolint:errcheck
+		defer done()
 
 		unlock, err := m.tryLockUpgradeMutex(ctx, client)
 		if err != nil {
