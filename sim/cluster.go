@@ -448,6 +448,9 @@ func (c *Cluster) newNode(ip, name string, index int) (*Node, error) {
 	}
 
 	n.tlsConf.MinVersion = tls.VersionTLS12
+	// The members speak TLS 1.2 only (embedConfig): a client offering 1.3
+	// would compute its key shares for nothing on every handshake.
+	n.tlsConf.MaxVersion = tls.VersionTLS12
 	// Talos makes an etcd client for every call (the API's, the health
 	// check's, the join's): shared by them all, a session cache lets most
 	// handshakes resume instead of verifying certificates and exchanging
