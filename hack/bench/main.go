@@ -3,13 +3,13 @@
 // the whole catalogue, the happy path against bare embedded etcd members
 // forming the same way (the floor: formation wall, CPU and peak RSS, each in
 // a process of its own), a 7-control-plane + 50-worker cluster's memory,
-// CPU and formation time, a 20-seed hunt at one seed at a time and at the default
-// parallelism, and the catalogue over 20 seeds as 4 shards one after another
+// CPU and formation time, a 20-seed hunt at one seed at a time and at the
+// default parallelism, and the catalogue over 20 seeds as 4 shards one after another
 // (what a 4-runner matrix takes: the longest shard).
 //
-// It drives the built binary (-bin), as a user would, so that wall times and
-// the peak RSS are those of a real talchaos process; only the floor runs in
-// this process, since it is etcd alone.
+// It drives the built binary (-bin), as a user would, so that wall times,
+// CPU and the peak RSS are those of a real talchaos process; the floor, etcd
+// alone, runs in this command started again (-floor-child).
 package main
 
 import (
