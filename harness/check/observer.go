@@ -181,8 +181,10 @@ func (o *Observer) Run(ctx context.Context) {
 				// One failed look at a node that was answering is not yet a
 				// state: on a loaded machine a poll can time out. The next
 				// poll, a moment later, decides; a node that is really gone
-				// is recorded one poll late.
-				if lost(last, no) && !missed {
+				// is recorded one poll late. A node that said it is going
+				// down (its stage) is taken at its word: its reboot can be
+				// over before the next poll, and then never seen.
+				if lost(last, no) && !missed && !leaving(last) {
 					missed = true
 				} else {
 					missed = false

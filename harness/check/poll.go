@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/talchaos/talchaos/harness/history"
+	"github.com/talchaos/talchaos/harness/talosclient"
 	"github.com/talchaos/talchaos/harness/target"
 )
 
@@ -122,6 +123,18 @@ func lost(prev, cur *history.NodeObservation) bool {
 	return prev != nil && answering(prev.Mode) && !answering(cur.Mode)
 }
 
+// leaving reports whether the node's last look showed it on its way down:
+// the stages of machined's reboot, shutdown, reset and upgrade sequences
+// (runtime.MachineStage), each of which ends with the API going away.
+func leaving(prev *history.NodeObservation) bool {
+	switch prev.Stage {
+	case "rebooting", "shutting down", "resetting", "upgrading":
+		return true
+	}
+
+	return false
+}
+
 // workerPollFactor slows the polling of workers: nothing the verdict is
 // drawn from moves fast on them (no etcd), and fifty workers polled as often
 // as the control planes load a small machine enough to slow the real-time
@@ -214,6 +227,10 @@ func (o *Observer) pollNode(ctx context.Context, n target.Node, etcd bool) *hist
 		if o.versions {
 			if v, err := c.secure.Version(ctx); err == nil && len(v.GetMessages()) > 0 {
 				no.Version = v.GetMessages()[0].GetVersion().GetTag()
+			}
+
+			if id, err := talosclient.BootID(ctx, c.secure); err == nil {
+				no.BootID = id
 			}
 		}
 

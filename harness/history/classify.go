@@ -122,7 +122,7 @@ func sameText(a, b string) bool {
 // Same reports whether two observations of a node show the same state (error
 // texts compared without their ephemeral ports, raft indexes not compared).
 func Same(a, b *NodeObservation) bool {
-	if a.Name != b.Name || a.Address != b.Address || a.Role != b.Role || a.Mode != b.Mode || a.Stage != b.Stage || a.Version != b.Version ||
+	if a.Name != b.Name || a.Address != b.Address || a.Role != b.Role || a.Mode != b.Mode || a.Stage != b.Stage || a.Version != b.Version || a.BootID != b.BootID ||
 		!sameText(a.APIError, b.APIError) || !sameText(a.MembersErr, b.MembersErr) || !sameText(a.StatusErr, b.StatusErr) {
 		return false
 	}

@@ -89,7 +89,11 @@ type NodeObservation struct {
 	Stage     string      `json:"stage,omitempty"`
 	// Version is the Talos version the node reports, looked at in runs
 	// with a rolling upgrade (orchestrator.upgradeTo).
-	Version string   `json:"version,omitempty"`
+	Version string `json:"version,omitempty"`
+	// BootID is the node's boot ID (/proc/sys/kernel/random/boot_id, as
+	// `talosctl upgrade` reads it), looked at with Version: a reboot shorter
+	// than a poll shows in it although the node was never seen down.
+	BootID  string   `json:"bootId,omitempty"`
 	Etcd    *Service `json:"etcd,omitempty"`
 	Kubelet *Service `json:"kubelet,omitempty"`
 	// Members is the member list the node's local etcd member reports (QueryLocal).

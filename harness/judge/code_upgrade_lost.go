@@ -2,6 +2,7 @@ package judge
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/talchaos/talchaos/harness/history"
 	"github.com/talchaos/talchaos/harness/result"
@@ -21,7 +22,8 @@ var _ = register(Code{
 })
 
 // upgradeLost: the node's last Upgrade call was acknowledged, the node went
-// down after it and came back, and it reports the version it started with.
+// down after it and came back (or showed a new boot ID), and it reports the
+// version it started with.
 func upgradeLost(ev *Evidence) []result.Diagnosis {
 	var out []result.Diagnosis
 
@@ -60,13 +62,32 @@ func upgradeLost(ev *Evidence) []result.Diagnosis {
 			}
 		}
 
-		if back == nil {
+		// A reboot shorter than a poll is never seen down: its boot ID
+		// changed.
+		var rebooted time.Duration = -1
+
+		for _, at := range ev.Reboots[n.Name] {
+			if at >= acked.At {
+				rebooted = at
+
+				break
+			}
+		}
+
+		var how string
+
+		switch {
+		case back != nil:
+			how = fmt.Sprintf("the node %s at %s, back at %s", down.To, ev.span(down.At), ev.span(back.At))
+		case rebooted >= 0:
+			how = fmt.Sprintf("the node was seen with a new boot ID at %s", ev.span(rebooted))
+		default:
 			continue
 		}
 
 		out = append(out, diag("upgrade-lost", n.Name,
 			fmt.Sprintf("%s acknowledged its upgrade but came back on %s: it went down before its installer finished, and a node boots the version it has installed", n.Name, first),
-			fmt.Sprintf("%s at %s; the node %s at %s, back at %s, still on %s", describeCall(*acked), ev.span(acked.At), down.To, ev.span(down.At), ev.span(back.At), n.Version), acked.At))
+			fmt.Sprintf("%s at %s; %s, still on %s", describeCall(*acked), ev.span(acked.At), how, n.Version), acked.At))
 	}
 
 	return out

@@ -56,6 +56,10 @@ type Evidence struct {
 	// FirstVersion is, per node, the first Talos version it reported (runs
 	// with a rolling upgrade look at versions).
 	FirstVersion map[string]string
+	// Reboots are, per node, when it was first seen with another boot ID
+	// than before (runs with a rolling upgrade look at boot IDs).
+	Reboots map[string][]time.Duration
+	bootID  map[string]string // the last boot ID seen, per node
 
 	// PromoteWindow is the Talos promote window in wall-clock time.
 	PromoteWindow time.Duration

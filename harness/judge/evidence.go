@@ -58,6 +58,8 @@ func NewEvidence(h history.History, opts Options) *Evidence {
 		EtcdCrashes:    map[string][]ServiceAt{},
 		restarts:       map[string]int{},
 		FirstVersion:   map[string]string{},
+		Reboots:        map[string][]time.Duration{},
+		bootID:         map[string]string{},
 		mode:           map[string]string{},
 		wasMaintenance: map[string]bool{},
 		nodes:          h.Nodes,
@@ -101,6 +103,14 @@ func (ev *Evidence) Apply(e history.Entry) {
 
 		if _, seen := ev.FirstVersion[n.Name]; !seen && n.Version != "" {
 			ev.FirstVersion[n.Name] = n.Version
+		}
+
+		if last := ev.bootID[n.Name]; n.BootID != "" && n.BootID != last {
+			if last != "" {
+				ev.Reboots[n.Name] = append(ev.Reboots[n.Name], e.At())
+			}
+
+			ev.bootID[n.Name] = n.BootID
 		}
 
 		ev.etcdService(n, e.At())
