@@ -240,46 +240,29 @@ func huntSeeds(ctx context.Context, sc *scenario.Scenario, tgt target.Target, se
 	}
 
 	seedpool.Run(ctx, seeds, opts.parallel, func(seed int64) bool {
-		replay := replayCommand(arg, opts.runOptions, seed)
+		r := runSeed(ctx, sc, tgt, seed, arg, opts)
 
-		res, err := harness.Run(ctx, sc, harness.Options{
-			Target: tgt, Seed: seed, AllowDestructive: opts.allowDestructive, Replay: replay,
-		})
-		if err != nil && harness.IsInputError(err) {
-			first(&inputErr, err)
+		switch {
+		case r.inputErr != nil:
+			first(&inputErr, r.inputErr)
 
 			return false
+		case r.stop != nil:
+			first(&stop, r.stop)
 		}
 
-		interrupted := false
-		if ierr := interruptedRun(ctx, err); ierr != err { //nolint:errorlint // identity: was it replaced
-			interrupted = true
-			res.Error = ierr.Error()
-
-			first(&stop, ierr)
+		if r.written {
+			// An interrupted seed is neither a pass nor a failure.
+			bar.finished(r.run, r.interrupted)
 		}
 
-		rel := fmt.Sprintf("seed-%d", seed)
-		if _, werr := reports.Write(filepath.Join(opts.reportDir, rel), res); werr != nil {
-			first(&stop, werr)
-
-			return false
-		}
-
-		run := reports.HuntRun{Run: stats.Run{
-			Seed: seed, Verdict: huntVerdict(res), Diagnoses: diagnosisCodes(res), DurationMs: res.DurationMs, Replay: replay,
-		}, Report: rel, Failure: firstFailure(res)}
-
-		// An interrupted seed is neither a pass nor a failure.
-		bar.finished(run, interrupted)
-
-		if !interrupted {
+		if r.counted() {
 			mu.Lock()
-			runs = append(runs, run)
+			runs = append(runs, r.run)
 			mu.Unlock()
 		}
 
-		return !interrupted
+		return r.counted()
 	})
 
 	if stop == nil && ctx.Err() != nil {
@@ -289,6 +272,54 @@ func huntSeeds(ctx context.Context, sc *scenario.Scenario, tgt target.Target, se
 	slices.SortFunc(runs, func(a, b reports.HuntRun) int { return cmp.Compare(a.Seed, b.Seed) })
 
 	return runs, stop, inputErr
+}
+
+// seedRun is one seed of a hunt or a night, run and written.
+type seedRun struct {
+	run         reports.HuntRun
+	written     bool  // its report is written
+	interrupted bool  // a signal cut it short: neither a pass nor a failure
+	inputErr    error // the scenario is bad input: nothing more to run
+	stop        error // what ends the hunt: the interruption, a report not written
+}
+
+// counted: the run counts, and the next seed may start.
+func (r seedRun) counted() bool { return r.written && !r.interrupted }
+
+// runSeed runs one seed of sc into opts.reportDir/seed-N.
+func runSeed(ctx context.Context, sc *scenario.Scenario, tgt target.Target, seed int64, arg string, opts huntOptions) seedRun {
+	replay := replayCommand(arg, opts.runOptions, seed)
+
+	res, err := harness.Run(ctx, sc, harness.Options{
+		Target: tgt, Seed: seed, AllowDestructive: opts.allowDestructive, Replay: replay,
+	})
+	if err != nil && harness.IsInputError(err) {
+		return seedRun{inputErr: err}
+	}
+
+	var out seedRun
+
+	if ierr := interruptedRun(ctx, err); ierr != err { //nolint:errorlint // identity: was it replaced
+		out.interrupted = true
+		res.Error = ierr.Error()
+		out.stop = ierr
+	}
+
+	rel := fmt.Sprintf("seed-%d", seed)
+	if _, werr := reports.Write(filepath.Join(opts.reportDir, rel), res); werr != nil {
+		if out.stop == nil {
+			out.stop = werr
+		}
+
+		return out
+	}
+
+	out.written = true
+	out.run = reports.HuntRun{Run: stats.Run{
+		Seed: seed, Verdict: huntVerdict(res), Diagnoses: diagnosisCodes(res), DurationMs: res.DurationMs, Replay: replay,
+	}, Report: rel, Failure: firstFailure(res)}
+
+	return out
 }
 
 func huntVerdict(res *result.Result) string {

@@ -51,7 +51,17 @@ func newHuntProgress(out io.Writer, total int, tty bool) *huntProgress {
 }
 
 func (p *huntProgress) finished(r reports.HuntRun, interrupted bool) {
+	p.finishedAs("", r, interrupted)
+}
+
+// finishedAs is finished for a run of the named scenario (a night's runs mix
+// scenarios).
+func (p *huntProgress) finishedAs(name string, r reports.HuntRun, interrupted bool) {
 	line := fmt.Sprintf("seed %-4d %-5s %6.1fs", r.Seed, strings.ToUpper(r.Verdict), float64(r.DurationMs)/1000)
+	if name != "" {
+		line = name + " " + line
+	}
+
 	if r.Verdict != stats.Pass || interrupted {
 		line += "  " + r.Failure
 	}
@@ -102,6 +112,16 @@ func (p *huntProgress) status() {
 	fmt.Fprintf(p.out, "[%s%s] %d/%d  pass %d  fail %d  ETA %s", strings.Repeat("#", filled), strings.Repeat(".", width-filled),
 		done, p.total, p.passed, p.failed, eta)
 	p.statusOn = true
+}
+
+// clear prints what print prints with the status line out of its way.
+func (p *huntProgress) clear(print func()) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+
+	p.clearStatus()
+	print()
+	p.status()
 }
 
 func (p *huntProgress) done() {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -15,7 +14,6 @@ import (
 	"github.com/talchaos/talchaos/harness/buildinfo"
 	"github.com/talchaos/talchaos/harness/scenario"
 	"github.com/talchaos/talchaos/harness/shard"
-	"github.com/talchaos/talchaos/harness/target"
 	"github.com/talchaos/talchaos/reports"
 	"github.com/talchaos/talchaos/reports/stats"
 	"github.com/talchaos/talchaos/scenarios"
@@ -151,26 +149,20 @@ func runNightly(cmd *cobra.Command, opts nightlyOptions) error {
 
 	opts.stamp = plan.Stamp()
 
-	var hunts []*reports.Hunt
-
-	for _, name := range names {
-		mine := seeds
+	seedsOf := func(name string) []int64 {
 		if !plan.Shard.Whole() {
-			mine = plan.SeedsOf(name)
+			return plan.SeedsOf(name)
 		}
 
-		if len(mine) == 0 {
-			continue // every seed of it is another shard's
-		}
+		return seeds
+	}
 
-		fmt.Fprintf(out, "== %s\n", name)
+	hunts, err := runNight(cmd.Context(), out, tgt, names, seedsOf, opts)
+	if err != nil {
+		return err
+	}
 
-		h, err := nightlyHunt(cmd.Context(), out, tgt, mine, name, opts)
-		if err != nil {
-			return err
-		}
-
-		hunts = append(hunts, h)
+	for _, h := range hunts {
 		ledger.Scenarios = append(ledger.Scenarios, h.Summary)
 	}
 
@@ -252,27 +244,6 @@ func checkNightlyFlags(cmd *cobra.Command, opts nightlyOptions) ([]string, []int
 	}
 
 	return opts.only, seeds, nil
-}
-
-// nightlyHunt hunts one built-in into OUT/NAME; failing seeds are the
-// ledger's business, not an error.
-func nightlyHunt(ctx context.Context, out io.Writer, tgt target.Target, seeds []int64, name string, opts nightlyOptions) (*reports.Hunt, error) {
-	sub := opts.huntOptions
-	sub.reportDir = filepath.Join(opts.reportDir, name)
-
-	sc, err := loadScenario(name)
-	if err != nil {
-		return nil, &exitError{code: exitInput, err: err}
-	}
-
-	h, err := hunt(ctx, out, sc, tgt, seeds, name, sub)
-
-	var ee *exitError
-	if err != nil && (!errors.As(err, &ee) || ee.code != exitFail) {
-		return nil, err
-	}
-
-	return h, nil
 }
 
 // readBaseline reads --baseline, the previous night's ledger (nil when not

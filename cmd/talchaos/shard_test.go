@@ -263,6 +263,9 @@ func TestShardedNightlyMergesAsTheWorkflowDoes(t *testing.T) {
 		x := expressions{
 			"matrix.shard": fmt.Sprint(k), "needs.build.outputs.shards": fmt.Sprint(shardCount),
 			"inputs.seeds || '1-20'": shardSeeds, "inputs.scenarios": shardScenarios,
+			// Two runners and the unsharded night share this machine:
+			// each shard runs two at a time, not its runner's four.
+			"inputs.parallel": "2",
 		}
 
 		dir := runner(t, filepath.Join(root, fmt.Sprintf("runner-%d", k)))
@@ -507,7 +510,12 @@ func sorted(s []string) []string {
 func verdicts(h *reports.Hunt) string {
 	var out []string
 	for _, r := range h.Runs {
-		out = append(out, fmt.Sprintf("%d:%s", r.Seed, r.Verdict))
+		v := fmt.Sprintf("%d:%s", r.Seed, r.Verdict)
+		if r.Failure != "" {
+			v += " (" + r.Failure + ")"
+		}
+
+		out = append(out, v)
 	}
 
 	return strings.Join(out, " ")

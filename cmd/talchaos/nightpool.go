@@ -1,0 +1,202 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/talchaos/talchaos/harness/buildinfo"
+	"github.com/talchaos/talchaos/harness/scenario"
+	"github.com/talchaos/talchaos/harness/seedpool"
+	"github.com/talchaos/talchaos/harness/target"
+	"github.com/talchaos/talchaos/reports"
+	"github.com/talchaos/talchaos/reports/stats"
+)
+
+// A night runs all its (scenario, seed) pairs through one pool of
+// opts.parallel workers, in the catalogue's order, rather than hunting one
+// scenario after another: a hunt's last wave leaves workers idle while its
+// slowest seed finishes, once per scenario, and a shard holding a few seeds
+// of every scenario was mostly such waves (docs/measurements.md, Step 13).
+// Each scenario's hunt (OUT/NAME) is written, and its summary printed in
+// the catalogue's order, once its last seed has finished.
+
+// nightScenario is one scenario of a night and its runs so far.
+type nightScenario struct {
+	name    string
+	sc      *scenario.Scenario
+	seeds   []int64
+	opts    huntOptions
+	runs    []reports.HuntRun
+	left    int // seeds not finished
+	started time.Time
+	ended   time.Time
+	hunt    *reports.Hunt
+}
+
+// nightPair is one run of the night: a scenario and a seed.
+type nightPair struct {
+	s    *nightScenario
+	seed int64
+}
+
+// runNight runs every scenario of names over its seeds (seedsOf) and returns
+// their hunts in the order of names; a scenario with no seed is left out.
+func runNight(ctx context.Context, out io.Writer, tgt target.Target, names []string, seedsOf func(string) []int64, opts nightlyOptions) ([]*reports.Hunt, error) {
+	var (
+		night []*nightScenario
+		pairs []nightPair
+	)
+
+	for _, name := range names {
+		seeds := seedsOf(name)
+		if len(seeds) == 0 {
+			continue // every seed of it is another shard's
+		}
+
+		sc, err := loadScenario(name)
+		if err != nil {
+			return nil, &exitError{code: exitInput, err: err}
+		}
+
+		sub := opts.huntOptions
+		sub.reportDir = filepath.Join(opts.reportDir, name)
+
+		if err := os.MkdirAll(sub.reportDir, 0o755); err != nil { //nolint:gosec // reports are meant to be read
+			return nil, &exitError{code: exitHarness, err: err}
+		}
+
+		s := &nightScenario{name: name, sc: sc, seeds: seeds, opts: sub, left: len(seeds)}
+		night = append(night, s)
+
+		for _, seed := range seeds {
+			pairs = append(pairs, nightPair{s: s, seed: seed})
+		}
+	}
+
+	var (
+		mu       sync.Mutex
+		stop     error
+		inputErr error
+		printed  int
+	)
+
+	bar := newHuntProgress(out, len(pairs), isTerminal(out))
+
+	// finish writes a scenario's hunt when its last seed is done, and prints
+	// the summaries of the finished scenarios not printed yet, in order.
+	finish := func(s *nightScenario) {
+		s.hunt = nightHunt(s, tgt)
+
+		if _, err := reports.WriteHunt(s.opts.reportDir, s.hunt); err != nil && stop == nil {
+			stop = err
+		}
+
+		for ; printed < len(night) && night[printed].hunt != nil && night[printed].left == 0; printed++ {
+			h := night[printed]
+
+			bar.clear(func() {
+				fmt.Fprintf(out, "== %s", h.name)
+				printHunt(out, h.hunt)
+				fmt.Fprintf(out, "reports in %s (hunt.json, junit.xml, summary.md, seed-N/)\n", h.opts.reportDir)
+			})
+		}
+	}
+
+	indexes := make([]int64, len(pairs))
+	for i := range indexes {
+		indexes[i] = int64(i)
+	}
+
+	seedpool.Run(ctx, indexes, opts.parallel, func(i int64) bool {
+		p := pairs[i]
+
+		mu.Lock()
+		if p.s.started.IsZero() {
+			p.s.started = time.Now()
+		}
+		mu.Unlock()
+
+		r := runSeed(ctx, p.s.sc, tgt, p.seed, p.s.name, p.s.opts)
+
+		if r.written {
+			bar.finishedAs(p.s.name, r.run, r.interrupted)
+		}
+
+		mu.Lock()
+		defer mu.Unlock()
+
+		switch {
+		case r.inputErr != nil:
+			inputErr = cmp.Or(inputErr, r.inputErr)
+
+			return false
+		case r.stop != nil:
+			stop = cmp.Or(stop, r.stop)
+		}
+
+		if !r.counted() {
+			return false
+		}
+
+		p.s.runs = append(p.s.runs, r.run)
+		p.s.ended = time.Now()
+
+		if p.s.left--; p.s.left == 0 {
+			finish(p.s)
+		}
+
+		return true
+	})
+
+	bar.done()
+
+	if inputErr != nil {
+		return nil, &exitError{code: exitInput, err: inputErr}
+	}
+
+	if stop == nil && ctx.Err() != nil {
+		stop = interruptedRun(ctx, ctx.Err())
+	}
+
+	if stop != nil {
+		// What was run is kept: each cut scenario's hunt with its
+		// finished seeds.
+		for _, s := range night {
+			if s.hunt == nil && len(s.runs) > 0 {
+				reports.WriteHunt(s.opts.reportDir, nightHunt(s, tgt)) //nolint:errcheck,gosec // the night ends on stop already
+			}
+		}
+
+		return nil, &exitError{code: exitHarness, err: stop}
+	}
+
+	hunts := make([]*reports.Hunt, len(night))
+	for i, s := range night {
+		hunts[i] = s.hunt
+	}
+
+	return hunts, nil
+}
+
+// nightHunt is a scenario's hunt in a night: its runs in seed order, its
+// wall time from its first seed's start to its last seed's end.
+func nightHunt(s *nightScenario, tgt target.Target) *reports.Hunt {
+	slices.SortFunc(s.runs, func(a, b reports.HuntRun) int { return cmp.Compare(a.Seed, b.Seed) })
+
+	statRuns := make([]stats.Run, len(s.runs))
+	for i, r := range s.runs {
+		statRuns[i] = r.Run
+	}
+
+	return &reports.Hunt{
+		Scenario: s.sc.Name, Target: tgt.Name(), Started: s.started, WallMs: s.ended.Sub(s.started).Milliseconds(),
+		Parallel: s.opts.parallel, Tool: buildinfo.Read().String(), Shard: s.opts.stamp, Summary: stats.Summarize(s.sc.Name, statRuns), Runs: s.runs,
+	}
+}
