@@ -36,7 +36,8 @@ func newNightlyCmd() *cobra.Command {
 		Use:   "nightly [--seeds A-B] [--parallel P] [--baseline FILE] [--out DIR]",
 		Short: "Run the catalogue over seeds, compare with the previous night's ledger, exit 1 on a significant regression",
 		Long: `nightly runs every built-in scenario (or those named with --scenario) once per seed,
-writes per scenario its hunt (OUT/NAME: hunt.json, seed-N/), and over all of them
+all the (scenario, seed) pairs through one pool of --parallel runs at once, writes per
+scenario its hunt (OUT/NAME: hunt.json, seed-N/) once its last seed is done, and over all of them
 ledger.json (pass rate with its Wilson 95 % interval, p50/p95 time to the outcome and
 the outcomes per scenario), junit.xml (a test suite per scenario, a test case per
 seed), summary.md (ready for $GITHUB_STEP_SUMMARY) and index.html linking every
@@ -60,7 +61,7 @@ index.html, and runs the --baseline gate on the merged ledger.`,
 
 	f := cmd.Flags()
 	f.StringVar(&opts.seeds, "seeds", "1-3", "seeds to run each scenario with: FROM-TO or a comma-separated list")
-	f.IntVar(&opts.parallel, "parallel", defaultParallel(), "seeds run at once")
+	f.IntVar(&opts.parallel, "parallel", defaultParallel(), "runs at once, of any scenarios")
 	f.StringVar(&opts.reportDir, "out", "talchaos-nightly", "directory for everything nightly writes")
 	f.StringVar(&opts.baseline, "baseline", "", "the previous night's ledger.json to compare with")
 	f.StringVar(&opts.compare, "compare", "", "compare this ledger.json with --baseline instead of running")
