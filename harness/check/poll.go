@@ -183,17 +183,6 @@ func (o *Observer) Poll(ctx context.Context) *history.Observation {
 		wg.Go(func() {
 			no := o.pollNode(ctx, n, true)
 
-			// As between the periodic polls (Run): one failed look at a
-			// node that was answering is not yet a state, and a final
-			// look's is never followed by another. Look again once.
-			o.answersMu.Lock()
-			prev := o.answers[n.Name].obs
-			o.answersMu.Unlock()
-
-			if lost(prev, no) && !leaving(prev) && ctx.Err() == nil {
-				no = o.pollNode(ctx, n, true)
-			}
-
 			mu.Lock()
 			obs.Nodes[n.Name] = no
 			mu.Unlock()
