@@ -50,13 +50,16 @@ func happyPathOfSize(n, w int) string {
 // race detector on 2 cores, beside the other packages' tests, their
 // formations starve (a join attempt's deadline passes after etcd applied the
 // add, and the transient "Peer URLs already exists" is diagnosed), which a
-// healthy-path test must not turn into a flake.
+// healthy-path test must not turn into a flake. So do fifty workers: on a
+// slower 2-core machine the 53-node cluster's applies outlasted the spec's 4
+// minutes beside the other packages (docs/measurements.md, stop 33); make
+// bench measures 7 + 50 with the binary.
 var _ = Describe("the happy path at size", func() {
 	for i, size := range []struct{ cps, workers int }{{1, 0}, {2, 1}, {3, 50}, {5, 5}, {7, 0}} {
 		seed := int64(11 + i)
 
 		var labels []any
-		if size.cps > 3 {
+		if size.cps > 3 || size.workers > 5 {
 			labels = append(labels, Label("long"))
 		}
 
