@@ -173,15 +173,7 @@ func hunt(ctx context.Context, out io.Writer, sc *scenario.Scenario, tgt target.
 		return nil, &exitError{code: exitHarness, err: fmt.Errorf("%w before the first seed finished", stop)}
 	}
 
-	statRuns := make([]stats.Run, len(runs))
-	for i, r := range runs {
-		statRuns[i] = r.Run
-	}
-
-	h := &reports.Hunt{
-		Scenario: sc.Name, Target: tgt.Name(), Started: started, WallMs: time.Since(started).Milliseconds(),
-		Parallel: opts.parallel, Tool: buildinfo.Read().String(), Shard: opts.stamp, Summary: stats.Summarize(sc.Name, statRuns), Runs: runs,
-	}
+	h := huntOf(sc.Name, tgt, runs, started, time.Since(started), opts)
 
 	if _, err := reports.WriteHunt(opts.reportDir, h); err != nil {
 		return nil, &exitError{code: exitHarness, err: err}
@@ -195,6 +187,19 @@ func hunt(ctx context.Context, out io.Writer, sc *scenario.Scenario, tgt target.
 	}
 
 	return h, huntVerdictOf(h)
+}
+
+// huntOf is the hunt of a scenario's finished runs (in seed order).
+func huntOf(name string, tgt target.Target, runs []reports.HuntRun, started time.Time, wall time.Duration, opts huntOptions) *reports.Hunt {
+	statRuns := make([]stats.Run, len(runs))
+	for i, r := range runs {
+		statRuns[i] = r.Run
+	}
+
+	return &reports.Hunt{
+		Scenario: name, Target: tgt.Name(), Started: started, WallMs: wall.Milliseconds(),
+		Parallel: opts.parallel, Tool: buildinfo.Read().String(), Shard: opts.stamp, Summary: stats.Summarize(name, statRuns), Runs: runs,
+	}
 }
 
 // printHunt prints a hunt's summary: its rate and the outcomes with their

@@ -11,12 +11,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/talchaos/talchaos/harness/buildinfo"
 	"github.com/talchaos/talchaos/harness/scenario"
 	"github.com/talchaos/talchaos/harness/seedpool"
 	"github.com/talchaos/talchaos/harness/target"
 	"github.com/talchaos/talchaos/reports"
-	"github.com/talchaos/talchaos/reports/stats"
 )
 
 // A night runs all its (scenario, seed) pairs through one pool of
@@ -98,7 +96,7 @@ func runNight(ctx context.Context, out io.Writer, tgt target.Target, names []str
 			stop = err
 		}
 
-		for ; printed < len(night) && night[printed].hunt != nil && night[printed].left == 0; printed++ {
+		for ; printed < len(night) && night[printed].hunt != nil; printed++ {
 			h := night[printed]
 
 			bar.clear(func() {
@@ -190,13 +188,5 @@ func runNight(ctx context.Context, out io.Writer, tgt target.Target, names []str
 func nightHunt(s *nightScenario, tgt target.Target) *reports.Hunt {
 	slices.SortFunc(s.runs, func(a, b reports.HuntRun) int { return cmp.Compare(a.Seed, b.Seed) })
 
-	statRuns := make([]stats.Run, len(s.runs))
-	for i, r := range s.runs {
-		statRuns[i] = r.Run
-	}
-
-	return &reports.Hunt{
-		Scenario: s.sc.Name, Target: tgt.Name(), Started: s.started, WallMs: s.ended.Sub(s.started).Milliseconds(),
-		Parallel: s.opts.parallel, Tool: buildinfo.Read().String(), Shard: s.opts.stamp, Summary: stats.Summarize(s.sc.Name, statRuns), Runs: s.runs,
-	}
+	return huntOf(s.sc.Name, tgt, s.runs, s.started, s.ended.Sub(s.started), s.opts)
 }
