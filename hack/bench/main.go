@@ -122,26 +122,12 @@ type bench struct {
 
 // talchaos runs the binary in dir and returns its wall time and peak RSS.
 func (b *bench) talchaos(dir string, args ...string) (time.Duration, int64, []byte, error) {
-	cmd := exec.Command(b.bin, args...)
-	cmd.Dir = dir
-
-	start := time.Now()
-	out, err := cmd.CombinedOutput()
-	wall := time.Since(start)
-
-	var rss int64
-	if cmd.ProcessState != nil {
-		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-			rss = ru.Maxrss * 1024 // kilobytes on Linux
-		}
+	u, out, err := b.measuredIn(dir, b.bin, args...)
+	if err != nil {
+		err = fmt.Errorf("%w\n%s", err, out)
 	}
 
-	// Exit 1 is a scenario whose expectations did not hold: still measured.
-	if ee := (*exec.ExitError)(nil); err != nil && (!asExit(err, &ee) || ee.ExitCode() != 1) {
-		return wall, rss, out, fmt.Errorf("talchaos %s: %w\n%s", strings.Join(args, " "), err, out)
-	}
-
-	return wall, rss, out, nil
+	return u.wall, u.rss, out, err
 }
 
 func asExit(err error, ee **exec.ExitError) bool {
@@ -454,7 +440,7 @@ func (b *bench) floor() [][]string {
 			return [][]string{{"2. happy path on the sim ÷ bare etcd", "error: " + firstLine(err), "wall ≤ 1.1, CPU ≤ 3, RSS ≤ 1.5"}}
 		}
 
-		if u.formed, err = time.ParseDuration(strings.TrimSpace(string(out))); err != nil {
+		if u.formed, err = time.ParseDuration(lastLine(out)); err != nil {
 			fail(fmt.Errorf("the floor's child printed %q: %w", out, err))
 		}
 
@@ -498,11 +484,17 @@ type usage struct {
 // measured runs bin and returns its CPU time and peak RSS (from its rusage)
 // and its standard output.
 func (b *bench) measured(bin string, args ...string) (usage, []byte, error) {
+	return b.measuredIn(b.work, bin, args...)
+}
+
+// measuredIn is measured with dir as the working directory; the output is
+// stdout and stderr together.
+func (b *bench) measuredIn(dir, bin string, args ...string) (usage, []byte, error) {
 	cmd := exec.Command(bin, args...)
-	cmd.Dir = b.work
+	cmd.Dir = dir
 
 	start := time.Now()
-	out, err := cmd.Output()
+	out, err := cmd.CombinedOutput()
 	wall := time.Since(start)
 
 	// Exit 1 is a scenario whose expectations did not hold: still measured.
