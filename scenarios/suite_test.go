@@ -76,7 +76,7 @@ func TestScenarios(t *testing.T) {
 // client did what the expect block says.
 var _ = Describe("built-in scenario", func() {
 	for _, name := range scenarios.Names() {
-		It(name, heavy(name), func(ctx SpecContext) {
+		It(name, append(heavy(name), func(ctx SpecContext) {
 			data, file, err := scenarios.Read(name)
 			Expect(err).NotTo(HaveOccurred())
 
@@ -97,7 +97,7 @@ var _ = Describe("built-in scenario", func() {
 			if browserChecked[name] {
 				Expect(run.inBrowser()).To(Succeed())
 			}
-		}, SpecTimeout(3*time.Minute))
+		}, SpecTimeout(3*time.Minute))...)
 	}
 })
 
@@ -408,30 +408,34 @@ func explain(res *result.Result) string {
 // heavy runs a built-in with Kubernetes alone when the suite runs in
 // parallel processes (make test): its nine control-plane processes and
 // kubelets load a 2-core machine by themselves.
-func heavy(name string) any {
+func heavy(name string) []any {
 	data, file, err := scenarios.Read(name)
 	if err != nil {
-		return Offset(0)
+		return nil
 	}
+
+	var out []any
 
 	// And one with cluster.network: the processes share one namespace,
 	// where two such runs would want the same addresses.
 	if sc, err := chaos.Parse(file, data); err == nil && (sc.Cluster.Kubernetes || sc.Cluster.Network != nil) {
-		return Serial
+		out = append(out, Serial)
 	}
 
 	if _, ok := longBuiltins[name]; ok {
-		return Label("long")
+		out = append(out, Label("long"))
 	}
 
-	return Offset(0)
+	return out
 }
 
 // longBuiltins run in make test-long only, each with why: make test's 15
 // minutes on 2 cores.
 var longBuiltins = map[string]string{
-	"upgrade-member-down":           "a rolling upgrade of 20 Talos minutes; upgrade-interrupted shows the rolling upgrade in make test",
-	"upgrade-member-down-resilient": "its resilient pair",
+	"upgrade-member-down":                    "a rolling upgrade of 20 Talos minutes; upgrade-interrupted shows the rolling upgrade in make test",
+	"upgrade-member-down-resilient":          "its resilient pair",
+	"too-many-learners-kubernetes":           "too-many-learners with the real Kubernetes control plane, run alone (heavy); happy-path-kubernetes shows Kubernetes in make test",
+	"too-many-learners-kubernetes-resilient": "its resilient pair",
 }
 
 // skipUnsupported skips a scenario with a fault the sim cannot inject on
