@@ -5,7 +5,7 @@ SCENARIO ?= too-many-learners
 SEED     ?= 1
 REPORT   ?= talchaos-report
 
-.PHONY: all build run test test-packages test-scenarios test-scenarios-fuzz fuzz test-long lint bench bench-go clean kube
+.PHONY: all build run test test-lane-scenarios test-lane-cmd test-lane-sim test-packages test-scenarios fuzz test-long lint bench bench-go clean kube
 
 all: build
 
@@ -39,15 +39,36 @@ FUZZTIME ?= 10000x
 FUZZMIN  ?= 20x
 
 test: lint kube
-	$(MAKE) --no-print-directory -j2 test-packages test-scenarios-fuzz
+	$(MAKE) --no-print-directory -j3 test-lane-scenarios test-lane-cmd test-lane-sim
 
-# The fuzzers and then the example bootstrap's certification run after the
-# scenario suite, beside the other packages' tests, which take the longest:
-# one after the other they added minutes.
-test-scenarios-fuzz:
+# make test runs in three lanes side by side, each a few minutes under 13 on
+# 2 cores, balanced by measurement (docs/measurements.md, "Stop 34"): the
+# scenario suite (two processes), the fuzzers, the example bootstrap's
+# certification and the quick packages; cmd/talchaos's real-target, replay
+# and sharded-night tests, then the containers'; the sim's, then the rest of
+# cmd/talchaos's. Four test processes at a time, as many as 2 cores carry
+# without starving the runs' windows: three packages at once beside the
+# suite's two processes ran the machine at load 16 and lost Kubernetes
+# built-ins, sim and cmd to their deadlines.
+CMD_FIRST := ^(TestRealTarget|TestReplay|TestShardedNightly)
+QUICK_PACKAGES = $$($(GO) list ./... | grep -v -e '/scenarios$$' -e '/sim/container$$' -e '/talchaos/sim$$' -e '/cmd/talchaos$$' -e '/examples/bootstrap$$')
+
+test-lane-scenarios:
 	$(MAKE) --no-print-directory test-scenarios
 	$(MAKE) --no-print-directory fuzz
-	$(GO) test -count=1 -race -timeout 8m ./examples/bootstrap
+	$(GO) test -count=1 -race -timeout 8m -p 1 ./examples/bootstrap $(QUICK_PACKAGES)
+
+test-lane-cmd:
+	$(GO) test -count=1 -race -timeout 12m -run '$(CMD_FIRST)' ./cmd/talchaos
+	$(GO) test -count=1 -race -timeout 12m ./sim/container
+
+test-lane-sim:
+	$(GO) test -count=1 -race -timeout 12m ./sim
+	$(GO) test -count=1 -race -timeout 12m -skip '$(CMD_FIRST)' ./cmd/talchaos
+
+# Every package's tests, as one go test (what the lanes run, in one).
+test-packages:
+	$(GO) test -count=1 -race -timeout 20m $$($(GO) list ./... | grep -v '/scenarios$$')
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) -parallel 2 ./harness/scenario
@@ -70,14 +91,6 @@ fuzz:
 # (cmd/talchaos: run, hunt, nightly, certify, replay, the real target; sim;
 # harness), and in make test-long, which runs every built-in at seeds 2 and 3
 # under it.
-#
-# The three packages of several minutes each start first (go test starts
-# packages in the order given), two at a time as before: three at once
-# beside the suite's two processes starved a 2-core machine (load 16,
-# Kubernetes runs out of their windows).
-LONG_PACKAGES := ./cmd/talchaos ./sim/container ./sim
-test-packages:
-	$(GO) test -count=1 -race -timeout 12m $(LONG_PACKAGES) $$($(GO) list ./... | grep -v -e '/scenarios$$' -e '/sim/container$$' -e '/talchaos/sim$$' -e '/cmd/talchaos$$' -e '/examples/bootstrap$$')
 
 test-scenarios:
 	$(GO) build -o bin/ginkgo github.com/onsi/ginkgo/v2/ginkgo
