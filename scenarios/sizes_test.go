@@ -29,7 +29,7 @@ func happyPathOfSize(n, w int) string {
 		"name: happy-path": fmt.Sprintf("name: happy-path-%dcp-%dw", n, w),
 		"controlPlanes: 3": fmt.Sprintf("controlPlanes: %d\n  workers: %d", n, w),
 		"voters: 3":        fmt.Sprintf("voters: %d", n),
-		"within: 20m":      "within: 40m",
+		"within: 30m":      "within: 40m",
 	} {
 		Expect(s).To(ContainSubstring(old))
 		s = strings.Replace(s, old, repl, 1)
