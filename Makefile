@@ -30,9 +30,11 @@ lint:
 # bare "context deadline exceeded" when -fuzztime's deadline races a worker
 # starved by the race-enabled tests (golang/go#75804, fixed in Go 1.27); a
 # count has no deadline to race, a slow machine only fuzzes for longer.
-# 10000 inputs each: at 30000 the four took about 3.5 minutes of both cores
-# beside the other tests, a fifth of make test's CPU.
-FUZZTIME ?= 10000x
+# 5000 inputs each, one worker: at 30000 on two workers the four took about
+# 3.5 minutes of both cores, a fifth of make test's CPU, and starved the
+# runs in the other lanes.
+FUZZTIME ?= 5000x
+FUZZPAR  ?= 1
 # Each input that finds new coverage is minimised first, for up to a minute
 # by default: with a report of 60 kB read, judged and rendered per try, a few
 # such inputs held the fuzzing for minutes. A count bounds it.
@@ -43,8 +45,8 @@ test: lint kube
 
 # make test runs in three lanes side by side, each a few minutes under 13 on
 # 2 cores, balanced by measurement (docs/measurements.md, "Stop 34"): the
-# scenario suite (two processes), the fuzzers, the example bootstrap's
-# certification and the quick packages; cmd/talchaos's real-target, replay
+# scenario suite (two processes), the example bootstrap's certification and
+# the quick packages, the fuzzers; cmd/talchaos's real-target, replay
 # and sharded-night tests, then the containers'; the sim's, then the rest of
 # cmd/talchaos's. Four test processes at a time, as many as 2 cores carry
 # without starving the runs' windows: three packages at once beside the
@@ -55,8 +57,8 @@ QUICK_PACKAGES = $$($(GO) list ./... | grep -v -e '/scenarios$$' -e '/sim/contai
 
 test-lane-scenarios:
 	$(MAKE) --no-print-directory test-scenarios
-	$(MAKE) --no-print-directory fuzz
 	$(GO) test -count=1 -race -timeout 8m -p 1 ./examples/bootstrap $(QUICK_PACKAGES)
+	$(MAKE) --no-print-directory fuzz
 
 test-lane-cmd:
 	$(GO) test -count=1 -race -timeout 12m -run '$(CMD_FIRST)' ./cmd/talchaos
@@ -71,10 +73,10 @@ test-packages:
 	$(GO) test -count=1 -race -timeout 20m $$($(GO) list ./... | grep -v '/scenarios$$')
 
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) -parallel 2 ./harness/scenario
-	$(GO) test -run '^$$' -fuzz '^FuzzLoadInventory$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) -parallel 2 ./harness/real
-	$(GO) test -run '^$$' -fuzz '^FuzzReadReport$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) -parallel 2 ./reports
-	$(GO) test -run '^$$' -fuzz '^FuzzReadLedger$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) -parallel 2 ./reports/stats
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) -parallel $(FUZZPAR) ./harness/scenario
+	$(GO) test -run '^$$' -fuzz '^FuzzLoadInventory$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) -parallel $(FUZZPAR) ./harness/real
+	$(GO) test -run '^$$' -fuzz '^FuzzReadReport$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) -parallel $(FUZZPAR) ./reports
+	$(GO) test -run '^$$' -fuzz '^FuzzReadLedger$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) -parallel $(FUZZPAR) ./reports/stats
 
 # The scenario suite runs in two processes beside the other packages' tests:
 # its runs mostly wait on Talos's timers, and one after the other they took
@@ -103,11 +105,14 @@ test-scenarios:
 # container target can run (make test runs pki-mismatch) with a control plane
 # powered off under Kubernetes on containers, the upgrade's refusals and drain
 # and the Kubernetes endpoints through a reboot on the sim, the rolling upgrade
-# with a member down and the Kubernetes too-many-learners pair; about 30 minutes.
+# with a member down and the Kubernetes too-many-learners pair, and the example
+# bootstrap's rolling upgrade certified against upgrade-interrupted; about 30
+# minutes.
 test-long:
 	$(GO) test -count=1 -race -timeout 30m -run '^TestScenarios$$' ./scenarios -args '-ginkgo.label-filter=seeds || long'
 	$(GO) test -count=1 -race -timeout 30m -run '^(TestBuiltinsAsOnSim|TestKubernetesFaults)$$' ./sim/container -args -all-builtins
 	$(GO) test -count=1 -race -timeout 30m -run '^(TestUpgrade|TestKubernetesEndpoints)' ./sim -args -long
+	$(GO) test -count=1 -race -timeout 10m ./examples/bootstrap -args '-ginkgo.label-filter=long'
 
 # One table, measured on this machine with the built binary: every built-in's
 # median time to the outcome (5 seeds, two at a time), the happy path's

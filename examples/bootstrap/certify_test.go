@@ -48,7 +48,7 @@ var _ = Describe("certified", func() {
 // upgrade interrupted by a reboot: the upgrade checks each node's version
 // after its reboot, so it upgrades cp2 again and survives (a script that
 // trusts `talosctl upgrade`'s wait is silent there).
-var _ = Describe("certified with its rolling upgrade", func() {
+var _ = Describe("certified with its rolling upgrade", Label("long"), func() {
 	It("survives an interrupted upgrade", func(ctx SpecContext) {
 		quick := bootstrap.Options{Apply: 10 * time.Second, Join: 40 * time.Second, Poll: 300 * time.Millisecond, Call: 3 * time.Second}
 		own := func(nodes []simtest.Node) []bootstrap.Node {
