@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -75,10 +76,22 @@ func TestUpgradeRebootsIntoTheInstalledVersion(t *testing.T) {
 
 	id := memberID(ctx, t, cl2)
 
-	resp, err := cl2.UpgradeWithOptions(ctx, client.WithUpgradeImage("ghcr.io/siderolabs/installer:v1.12.7"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	// Talos refuses an upgrade while a member's health check does not answer
+	// in time (ValidateForUpgrade: "etcd member … is not healthy"), which a
+	// loaded machine can make happen just after forming: ask again, as an
+	// operator would, while that is the answer (or while a refused try's
+	// mutex session, whose unlock ran out of time, keeps its 60 s lease).
+	var resp *machine.UpgradeResponse
+
+	eventually(t, 90*time.Second, func() error {
+		resp, err = cl2.UpgradeWithOptions(ctx, client.WithUpgradeImage("ghcr.io/siderolabs/installer:v1.12.7"))
+		if err != nil && !strings.Contains(err.Error(), "all members must be healthy to perform an upgrade") &&
+			!strings.Contains(err.Error(), "mutex: Locked by another session") {
+			t.Fatal(err)
+		}
+
+		return err
+	})
 
 	if got := resp.Messages[0].GetAck(); got != "Upgrade request received" {
 		t.Errorf("ack %q", got)
