@@ -43,8 +43,8 @@ FUZZMIN  ?= 20x
 test: lint kube
 	$(MAKE) --no-print-directory -j3 test-lane-scenarios test-lane-cmd test-lane-sim
 
-# make test runs in three lanes side by side, each a few minutes under 13 on
-# 2 cores, balanced by measurement (docs/measurements.md, "Stop 34"): the
+# make test runs in three lanes side by side, each about 13 minutes on 2
+# cores (14 in all with the build), balanced by measurement (docs/measurements.md, "Stop 34"): the
 # scenario suite (two processes), the example bootstrap's certification and
 # the quick packages, the fuzzers; cmd/talchaos's real-target, replay
 # and sharded-night tests, then the containers'; the sim's, then the rest of

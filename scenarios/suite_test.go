@@ -405,9 +405,10 @@ func explain(res *result.Result) string {
 	return b.String()
 }
 
-// heavy runs a built-in with Kubernetes alone when the suite runs in
-// parallel processes (make test): its nine control-plane processes and
-// kubelets load a 2-core machine by themselves.
+// heavy is a built-in's decorators: Serial for one with Kubernetes (its nine
+// control-plane processes and kubelets load a 2-core machine by themselves)
+// when the suite runs in parallel processes (make test), and the label
+// "long" for those make test leaves to make test-long (longBuiltins).
 func heavy(name string) []any {
 	data, file, err := scenarios.Read(name)
 	if err != nil {
