@@ -23,7 +23,9 @@ import (
 // exponential backoff (stop on InvalidArgument; after an ambiguous failure check
 // whether the node already left maintenance before retrying), verify every node
 // left maintenance, bootstrap exactly one node once, wait for every control plane
-// to be a voter, then for etcd to be healthy everywhere.
+// to be a voter, then for etcd to be healthy everywhere. While it waits it
+// mends what it finds: stale and unpromotable learners, Failed and
+// crash-looping etcd services, and control planes back in maintenance.
 type Resilient struct{}
 
 // Name implements Orchestrator.
@@ -87,15 +89,19 @@ func (r *Resilient) bootstrapAll(ctx context.Context, env *Env) error {
 		return err
 	}
 
+	// reapplied: when each node found back in maintenance got its
+	// configuration again (reconfigure).
+	reapplied := map[string]time.Time{}
+
 	env.step("wait for every control plane to be an etcd voter")
 
-	if err := r.waitVoters(ctx, env, boot); err != nil {
+	if err := r.waitVoters(ctx, env, boot, reapplied); err != nil {
 		return err
 	}
 
 	env.step("wait for etcd to be healthy on every control plane")
 
-	if err := r.waitHealthy(ctx, env); err != nil || !env.Kubernetes {
+	if err := r.waitHealthy(ctx, env, reapplied); err != nil || !env.Kubernetes {
 		return err
 	}
 
@@ -368,7 +374,7 @@ const (
 // waitVoters polls the member list until every control plane is a voting
 // member, removing stale learners and re-joining nodes whose learner can no
 // longer be promoted.
-func (r *Resilient) waitVoters(ctx context.Context, env *Env, boot target.Node) error {
+func (r *Resilient) waitVoters(ctx context.Context, env *Env, boot target.Node, reapplied map[string]time.Time) error {
 	sec, err := env.secure(ctx, boot)
 	if err != nil {
 		return err
@@ -436,7 +442,7 @@ func (r *Resilient) waitVoters(ctx context.Context, env *Env, boot target.Node) 
 		}
 
 		for _, name := range missing {
-			if err := r.restartStuck(ctx, env, sec, members, name, remedied); err != nil {
+			if err := r.restartStuck(ctx, env, sec, members, name, remedied, reapplied); err != nil {
 				return stop(err)
 			}
 		}
@@ -558,7 +564,7 @@ func (r *Resilient) unblock(ctx context.Context, env *Env, sec *client.Client, m
 //
 // A node is remedied at most once per rejoinAfter: a rebooted node takes
 // that long to come back and join.
-func (r *Resilient) restartStuck(ctx context.Context, env *Env, sec *client.Client, members []*machine.EtcdMember, name string, remedied map[string]time.Time) error {
+func (r *Resilient) restartStuck(ctx context.Context, env *Env, sec *client.Client, members []*machine.EtcdMember, name string, remedied, reapplied map[string]time.Time) error {
 	node, ok := env.node(name)
 	if !ok || time.Since(remedied[name]) < env.d(rejoinAfter) {
 		return nil
@@ -572,7 +578,9 @@ func (r *Resilient) restartStuck(ctx context.Context, env *Env, sec *client.Clie
 
 	svc, err := r.etcdService(ctx, env, nc)
 	if err != nil {
-		return nil //nolint:nilerr // not answering: nothing to decide on
+		// Not answering: nothing to decide on, unless it is in
+		// maintenance again.
+		return r.reconfigure(ctx, env, node, err, reapplied)
 	}
 
 	// Restarts within crashWindow of the service's last event (the node's
@@ -643,6 +651,53 @@ func (r *Resilient) restartStuck(ctx context.Context, env *Env, sec *client.Clie
 			SystemPartitionsToWipe: []*machine.ResetPartitionSpec{{Label: "EPHEMERAL", Wipe: true}},
 		})
 		env.call(name, "Reset (wipe EPHEMERAL, reboot, re-join: etcd crash-looping)", err)
+	}
+
+	return nil
+}
+
+// reapplyEvery is how long (Talos time) the resilient orchestrator leaves a
+// node it gave its configuration again before it tries again: leaving
+// maintenance takes seconds.
+const reapplyEvery = time.Minute
+
+// reconfigure gives a node its configuration again when it is back in
+// maintenance: it took its configuration, and now the talosconfig client
+// does not trust it (err: the maintenance API's own certificate) while the
+// insecure client is answered. A node reset (talosctl reset, its STATE
+// wiped) or reinstalled comes back so and would stay so: applying a
+// configuration to a node in maintenance is the bootstrap's own first step,
+// nothing is destroyed. Its etcd then joins afresh (Talos removes a member
+// of its own name first). A node that answers neither way, or refuses the
+// insecure client ("certificate required": configured, but with another CA,
+// as in a regenerated talosconfig) is left alone. An invalid configuration
+// stops the run, as at the first apply.
+func (r *Resilient) reconfigure(ctx context.Context, env *Env, n target.Node, err error, reapplied map[string]time.Time) error {
+	if history.Classify(err) != history.FailureUnknownAuthority || time.Since(reapplied[n.Name]) < env.d(reapplyEvery) {
+		return nil
+	}
+
+	ins, ierr := env.insecure(ctx, n)
+	if ierr != nil {
+		return nil //nolint:nilerr // no client: not known to be in maintenance
+	}
+	defer ins.Close() //nolint:errcheck
+
+	callCtx, cancel := context.WithTimeout(ctx, env.callTimeout())
+	_, derr := ins.Disks(callCtx)
+
+	cancel()
+
+	if derr != nil {
+		return nil //nolint:nilerr // not in maintenance (or not answering): nothing to apply
+	}
+
+	reapplied[n.Name] = time.Now()
+
+	env.Log.Add(n.Name, "orchestrator.remedy", n.Name+" is in maintenance again (reset, or its disks wiped): applying its configuration again")
+
+	if err := r.applyOnce(ctx, env, n); status.Code(err) == codes.InvalidArgument {
+		return stop(fmt.Errorf("%w: %s: %s", ErrConfigInvalid, n.Name, status.Convert(err).Message()))
 	}
 
 	return nil
@@ -729,7 +784,7 @@ func (r *Resilient) removeMember(ctx context.Context, env *Env, sec *client.Clie
 // control plane, looking at every one of them each time, as Talos's
 // ServiceHealthAssertion does (pkg/cluster/check/service.go), with its
 // texts.
-func (r *Resilient) waitHealthy(ctx context.Context, env *Env) error {
+func (r *Resilient) waitHealthy(ctx context.Context, env *Env, reapplied map[string]time.Time) error {
 	cps := env.controlPlanes()
 	clients := make([]*client.Client, 0, len(cps))
 
@@ -757,6 +812,10 @@ func (r *Resilient) waitHealthy(ctx context.Context, env *Env) error {
 			switch {
 			case err != nil:
 				errs = append(errs, fmt.Errorf("%s: %w", n.Name, err))
+
+				if rerr := r.reconfigure(ctx, env, n, err, reapplied); rerr != nil {
+					return rerr
+				}
 			case s.GetState() != "Running":
 				msg := ""
 				if evs := s.GetEvents().GetEvents(); len(evs) > 0 {

@@ -199,11 +199,13 @@ func (r *Resilient) upgradeNode(ctx context.Context, env *Env, n, boot target.No
 		}
 
 		if n.Role == target.ControlPlane {
-			if err := r.waitVoters(ctx, env, boot); err != nil {
+			reapplied := map[string]time.Time{}
+
+			if err := r.waitVoters(ctx, env, boot, reapplied); err != nil {
 				return err
 			}
 
-			if err := r.waitHealthy(ctx, env); err != nil {
+			if err := r.waitHealthy(ctx, env, reapplied); err != nil {
 				return err
 			}
 		}
