@@ -150,6 +150,19 @@ func TestDiagnose(t *testing.T) {
 			absent: []string{"too-many-learners"},
 		},
 		{
+			name: "a refusal long ago says nothing of a node kept out now by something else, the learner slot free",
+			ev: Evidence{
+				Final: obs(func(o *history.Observation) {
+					ms := []history.Member{member(1, "cp1", cp1, false), member(2, "cp2", cp2, false)}
+					o.Nodes["cp1"].Etcd, o.Nodes["cp1"].Members = running(true, ""), ms
+					o.Nodes["cp2"].Etcd = running(true, "")
+					o.Nodes["cp3"].Mode = history.ModeMaintenance
+				}),
+				machined: logs,
+			},
+			absent: []string{"too-many-learners"},
+		},
+		{
 			name: "stale learner",
 			ev: Evidence{Final: obs(func(o *history.Observation) {
 				ms := []history.Member{member(1, "cp1", cp1, false), member(7, "", cp3, true)}

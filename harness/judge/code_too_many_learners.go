@@ -51,6 +51,13 @@ func tooManyLearners(ev *Evidence) []result.Diagnosis {
 			continue
 		}
 
+		if main.Learners() == 0 {
+			// The slot is free at the end: whatever keeps the node out now
+			// (back in maintenance, down, a Failed service) is not the
+			// learner limit, and is diagnosed as what it is.
+			continue
+		}
+
 		state := "unknown"
 		if n.Etcd != nil {
 			state = n.Etcd.State + " " + n.Etcd.Message
