@@ -62,11 +62,28 @@ func (Target) ClockFloors(sc *scenario.Scenario) []target.ClockFloor {
 		}
 	}
 
+	out = append(out, UpgradeClockFloors(Scale(sc), sc)...)
+
 	if sc.Cluster.Kubernetes {
 		out = append(out, KubernetesClockFloors(Scale(sc))...)
 	}
 
 	return out
+}
+
+// UpgradeClockFloors are the floors of a run with a rolling upgrade at
+// scale: the upgrade mutex's session lease (fakes/talosapi/upgrade.go).
+func UpgradeClockFloors(scale float64, sc *scenario.Scenario) []target.ClockFloor {
+	if sc.Orchestrator.UpgradeTo == "" {
+		return nil
+	}
+
+	f, ok := clock.New(scale).Floored("etcd upgrade mutex session TTL", talosapi.UpgradeMutexTTL, talosapi.UpgradeMutexTTLFloor)
+	if !ok {
+		return nil
+	}
+
+	return []target.ClockFloor{{What: f.What, Talos: f.Talos, Modelled: f.Modelled}}
 }
 
 // KubernetesClockFloors are the Kubernetes intervals of a run with

@@ -29,3 +29,22 @@ func TestPeerConnectParamsScale(t *testing.T) {
 		}
 	}
 }
+
+// The upgrade mutex's session lease (MinimumEtcdUpgradeLeaseLockSeconds) is
+// Talos time: a mutex an interrupted upgrade left behind blocks the next one
+// for a minute of the cluster's time, at least UpgradeMutexTTLFloor of wall.
+func TestUpgradeMutexTTLScales(t *testing.T) {
+	for _, tc := range []struct {
+		scale float64
+		want  int
+	}{{0, 60}, {1, 60}, {10, 6}, {20, 3}, {60, 3}} {
+		var wall func(time.Duration) time.Duration
+		if tc.scale > 0 {
+			wall = func(talos time.Duration) time.Duration { return time.Duration(float64(talos) / tc.scale) }
+		}
+
+		if got := (&Server{opts: Options{Wall: wall}}).upgradeMutexTTLSeconds(); got != tc.want {
+			t.Errorf("scale %g: TTL %d s, want %d", tc.scale, got, tc.want)
+		}
+	}
+}

@@ -22,10 +22,23 @@ import (
 // its session's lease (MinimumEtcdUpgradeLeaseLockSeconds,
 // v1alpha1_server.go) and the quorum check's timeout (etcd.QuorumCheckTimeout).
 const (
-	upgradeMutexKey        = "talos:v1:etcdUpgradeMutex"
-	upgradeMutexTTLSeconds = 60
-	quorumCheckTimeout     = 15 * time.Second
+	upgradeMutexKey    = "talos:v1:etcdUpgradeMutex"
+	UpgradeMutexTTL    = 60 * time.Second
+	quorumCheckTimeout = 15 * time.Second
 )
+
+// UpgradeMutexTTLFloor is the least the lease's TTL is scaled to: etcd runs
+// at real speed, and a lease of a second would lapse on a loaded machine.
+// The TTL is Talos time like every other Talos timer (a mutex an interrupted
+// upgrade left behind blocks the next upgrade for a minute of the cluster's
+// time, not for an hour of it at 60x); a target reports the floor.
+const UpgradeMutexTTLFloor = 3 * time.Second
+
+// upgradeMutexTTLSeconds is the lease's TTL in whole wall seconds, as etcd
+// takes it.
+func (s *Server) upgradeMutexTTLSeconds() int {
+	return int(max(s.wall(UpgradeMutexTTL), UpgradeMutexTTLFloor).Round(time.Second) / time.Second)
+}
 
 // Upgrade is machined's Upgrade on a metal node (v1alpha1_server.go,
 // v1.12.6): the installer image is validated, a control plane (unless
@@ -80,10 +93,10 @@ func (m *machineServer) Upgrade(ctx context.Context, in *machine.UpgradeRequest)
 }
 
 // tryLockUpgradeMutex is v1alpha1_server.go's: a session with a 60 s lease
-// and a TryLock, so a second control plane's upgrade in the same window is
+// (Talos time, UpgradeMutexTTLFloor) and a TryLock, so a second control plane's upgrade in the same window is
 // refused ("mutex: Locked by another session") instead of waiting.
 func (m *machineServer) tryLockUpgradeMutex(ctx context.Context, client *clientv3.Client) (func(), error) {
-	sess, err := concurrency.NewSession(client, concurrency.WithContext(ctx), concurrency.WithTTL(upgradeMutexTTLSeconds))
+	sess, err := concurrency.NewSession(client, concurrency.WithContext(ctx), concurrency.WithTTL(m.s.upgradeMutexTTLSeconds()))
 	if err != nil {
 		return nil, fmt.Errorf("error establishing etcd concurrency session: %w", err)
 	}

@@ -82,7 +82,7 @@ func (Target) ScaleReason(*scenario.Scenario) string {
 // sim's nodes, with its floors at the container target's scale, and its
 // Kubernetes intervals when the nodes run Kubernetes.
 func (t Target) ClockFloors(sc *scenario.Scenario) []target.ClockFloor {
-	out := sim.ClockFloorsAt(t.TimeScale(sc))
+	out := append(sim.ClockFloorsAt(t.TimeScale(sc)), sim.UpgradeClockFloors(t.TimeScale(sc), sc)...)
 	if sc.Cluster.Kubernetes {
 		out = append(out, sim.KubernetesClockFloors(t.TimeScale(sc))...)
 	}
