@@ -15,50 +15,54 @@ import (
 	"github.com/talchaos/talchaos/sim"
 )
 
-// nodeReset is a bootstrap in which a control plane that has just joined etcd
-// as a learner is reset (`talosctl reset`, graceful or not): it comes back in
-// maintenance, its learner (graceful: false) still listed, blocking every
-// later join. (Reset as a voter of two, not gracefully, it would take the
-// quorum with it: nothing a bootstrap can mend.)
+// nodeReset is a bootstrap in which, when cp3 has just joined etcd as a
+// learner, cp3 or the worker is reset (`talosctl reset`, graceful or not): it
+// comes back in maintenance, cp3's learner (graceful: false) still listed,
+// blocking every later join. (Reset as a voter of two, not gracefully, cp3
+// would take the quorum with it: nothing a bootstrap can mend.)
 const nodeReset = `apiVersion: talchaos/v1
 kind: Scenario
 name: node-reset-%[1]t
-description: a control plane reset back to maintenance during the bootstrap
+description: a node reset back to maintenance during the bootstrap
 talos: v1.12
 timeScale: 60
 cluster:
   controlPlanes: 3
+  workers: 1
 orchestrator:
   name: %[2]s
   bootstrapNode: cp1
 faults:
-  - {kind: reset-node, node: cp3, graceful: %[1]t, when: {node: cp3, state: learner}}
+  - {kind: reset-node, node: %[5]s, graceful: %[1]t, when: {node: cp3, state: learner}}
 expect:
   within: 30m
   converged: %[3]t
   nodesInMaintenance: [%[4]s]
 `
 
-// A node reset back to maintenance while the bootstrap waits for it would stay
-// there: the resilient orchestrator gives it its configuration again (its
-// first step, nothing destroyed), and the node's etcd joins afresh, Talos
-// removing the member of its own name first. The naive script, which applied
-// once, leaves it in maintenance, as the field's scripts do.
-var _ = Describe("a control plane reset during the bootstrap", func() {
+// A node reset back to maintenance during the bootstrap (a control plane it
+// waits for, or a worker it is not waiting for) would stay there: the
+// resilient orchestrator gives it its configuration again (its first step,
+// nothing destroyed), and cp3's etcd joins afresh, Talos removing the member
+// of its own name first. The naive script, which applied once, leaves it in
+// maintenance, as the field's scripts do.
+var _ = Describe("a node reset during the bootstrap", func() {
 	for i, c := range []struct {
 		orchestrator string
 		graceful     bool
 		converged    bool
 		maintenance  string
+		reset        string
 	}{
-		{"resilient", false, true, ""},
-		{"resilient", true, true, ""},
-		{"naive", false, false, "cp3"},
+		{"resilient", false, true, "", "cp3"},
+		{"resilient", true, true, "", "cp3"},
+		{"resilient", false, true, "", "w1"},
+		{"naive", false, false, "cp3", "cp3"},
 	} {
 		seed := int64(41 + i)
 
-		It(fmt.Sprintf("%s, graceful %t, seed %d", c.orchestrator, c.graceful, seed), func(ctx SpecContext) {
-			sc, err := chaos.Parse("node-reset.yaml", []byte(fmt.Sprintf(nodeReset, c.graceful, c.orchestrator, c.converged, c.maintenance)))
+		It(fmt.Sprintf("%s, %s reset, graceful %t, seed %d", c.orchestrator, c.reset, c.graceful, seed), func(ctx SpecContext) {
+			sc, err := chaos.Parse("node-reset.yaml", []byte(fmt.Sprintf(nodeReset, c.graceful, c.orchestrator, c.converged, c.maintenance, c.reset)))
 			Expect(err).NotTo(HaveOccurred())
 
 			res, err := harness.Run(ctx, sc, harness.Options{Target: sim.Target{}, Seed: seed})
@@ -75,7 +79,7 @@ var _ = Describe("a control plane reset during the bootstrap", func() {
 
 			if c.orchestrator == "resilient" {
 				Expect(res.Outcome.Voters).To(Equal(3))
-				Expect(reapplied).To(Equal([]string{"cp3"}), "%s", reports.Summary(res))
+				Expect(reapplied).To(Equal([]string{c.reset}), "%s", reports.Summary(res))
 			} else {
 				Expect(reapplied).To(BeEmpty())
 			}

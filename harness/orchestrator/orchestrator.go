@@ -171,11 +171,15 @@ func (e *Env) nodeOf(m *machine.EtcdMember) (target.Node, bool) {
 	return target.Node{}, false
 }
 
-func (e *Env) controlPlanes() []target.Node {
+func (e *Env) controlPlanes() []target.Node { return e.withRole(true) }
+
+func (e *Env) workers() []target.Node { return e.withRole(false) }
+
+func (e *Env) withRole(controlPlane bool) []target.Node {
 	var out []target.Node
 
 	for _, n := range e.Nodes {
-		if n.Role == target.ControlPlane {
+		if (n.Role == target.ControlPlane) == controlPlane {
 			out = append(out, n)
 		}
 	}

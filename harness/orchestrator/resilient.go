@@ -73,7 +73,7 @@ func (r *Resilient) bootstrapAll(ctx context.Context, env *Env) error {
 	env.step("verify every node left maintenance")
 
 	for _, n := range env.Nodes {
-		if err := r.waitConfigured(ctx, env, n, n.Name != env.BootstrapNode); err != nil {
+		if err := r.waitConfigured(ctx, env, n, n.Name != env.BootstrapNode, nil); err != nil {
 			return err
 		}
 	}
@@ -101,8 +101,24 @@ func (r *Resilient) bootstrapAll(ctx context.Context, env *Env) error {
 
 	env.step("wait for etcd to be healthy on every control plane")
 
-	if err := r.waitHealthy(ctx, env, reapplied); err != nil || !env.Kubernetes {
+	if err := r.waitHealthy(ctx, env, reapplied); err != nil {
 		return err
+	}
+
+	// The waits looked at the control planes; a worker reset meanwhile
+	// (talosctl reset, a wiped disk) is back in maintenance.
+	if workers := env.workers(); len(workers) > 0 {
+		env.step("verify every worker is still out of maintenance")
+
+		for _, n := range workers {
+			if err := r.waitConfigured(ctx, env, n, true, reapplied); err != nil {
+				return err
+			}
+		}
+	}
+
+	if !env.Kubernetes {
+		return nil
 	}
 
 	// Any control plane serves the kubeconfig; the bootstrap node first.
@@ -244,8 +260,9 @@ const transientFor = time.Minute
 // waitConfigured polls until the node answers the talosconfig client. Every
 // node that gets here took its configuration; when mayGoSilent, one that stops
 // answering at all is not waited for past silentAfter. A node that answers, in
-// maintenance or with other secrets, is waited for.
-func (r *Resilient) waitConfigured(ctx context.Context, env *Env, n target.Node, mayGoSilent bool) error {
+// maintenance or with other secrets, is waited for; with reapplied, one back
+// in maintenance gets its configuration again (reconfigure).
+func (r *Resilient) waitConfigured(ctx context.Context, env *Env, n target.Node, mayGoSilent bool, reapplied map[string]time.Time) error {
 	var (
 		last   error
 		silent time.Time
@@ -279,6 +296,12 @@ func (r *Resilient) waitConfigured(ctx context.Context, env *Env, n target.Node,
 		}
 
 		last = err
+
+		if reapplied != nil {
+			if rerr := r.reconfigure(ctx, env, n, err, reapplied); rerr != nil {
+				return rerr
+			}
+		}
 
 		switch {
 		case !mayGoSilent || talosclient.Answers(ctx, n.Endpoint):

@@ -23,7 +23,7 @@ func TestWaitConfiguredGoesOnWithoutASilentNode(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	if err := r.waitConfigured(ctx, env, env.Nodes[0], true); err != nil {
+	if err := r.waitConfigured(ctx, env, env.Nodes[0], true, nil); err != nil {
 		t.Fatalf("waitConfigured: %v", err)
 	}
 
@@ -35,7 +35,7 @@ func TestWaitConfiguredGoesOnWithoutASilentNode(t *testing.T) {
 	short, cancelShort := context.WithTimeout(context.Background(), time.Second)
 	defer cancelShort()
 
-	if err := r.waitConfigured(short, env, env.Nodes[1], false); err == nil || !strings.Contains(err.Error(), "waiting for cp2 to leave maintenance") {
+	if err := r.waitConfigured(short, env, env.Nodes[1], false, nil); err == nil || !strings.Contains(err.Error(), "waiting for cp2 to leave maintenance") {
 		t.Errorf("bootstrap node: %v", err)
 	}
 }
