@@ -42,6 +42,9 @@ type runOptions struct {
 	// exec orchestrator.
 	allowExec bool
 	plan      bool
+	// timeScale, when set (> 0), replaces the scenario's own timeScale.
+	timeScale    float64
+	timeScaleSet bool
 }
 
 func newRunCmd() *cobra.Command {
@@ -57,6 +60,8 @@ Exit codes: 0 expectations held, 1 expectations failed, 2 bad input or usage,
 3 harness or infrastructure error. A report is written in every case.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.timeScaleSet = cmd.Flags().Changed("time-scale")
+
 			return runScenario(cmd, args[0], opts)
 		},
 	}
@@ -68,6 +73,7 @@ Exit codes: 0 expectations held, 1 expectations failed, 2 bad input or usage,
 	cmd.Flags().Int64Var(&opts.seed, "seed", 1, "seed for every random choice of the run")
 	cmd.Flags().StringVar(&opts.reportDir, "report-dir", "talchaos-report", "directory for report.json, junit.xml and summary.md")
 	cmd.Flags().BoolVarP(&opts.verbose, "verbose", "v", false, "also print the nodes' machined log lines")
+	cmd.Flags().Float64Var(&opts.timeScale, "time-scale", 0, fmt.Sprintf("run at this time scale instead of the scenario's timeScale (1 to %d; simulated nodes: a loaded machine wants a lower one)", scenario.MaxTimeScale))
 
 	return cmd
 }
@@ -111,6 +117,12 @@ func replayedScenario(out io.Writer, path string, r *result.Result, allowExec bo
 	sc, err := chaos.Parse(r.Source.Path, []byte(r.Source.Content))
 	if err != nil {
 		return nil, fmt.Errorf("%s: the scenario copy it holds: %w", path, err)
+	}
+
+	// A run given --time-scale ran its scenario at that scale (checked
+	// when the report was read).
+	if r.ScenarioTimeScale > 0 {
+		sc.TimeScale = r.ScenarioTimeScale
 	}
 
 	if sc.Orchestrator.Name != "exec" {
@@ -157,6 +169,10 @@ func replayCommand(arg string, opts runOptions, seed int64) string {
 
 	if opts.allowDestructive {
 		cmd += " --allow-destructive"
+	}
+
+	if opts.timeScale > 0 {
+		cmd += fmt.Sprintf(" --time-scale %g", opts.timeScale)
 	}
 
 	return cmd
@@ -213,9 +229,24 @@ func runScenario(cmd *cobra.Command, arg string, opts runOptions) error {
 		}
 	}
 
-	sc, err := loadScenario(arg)
-	if opts.replaying != nil {
+	var (
+		sc  *scenario.Scenario
+		err error
+	)
+
+	switch {
+	case opts.timeScaleSet:
+		err = checkRange("--time-scale", opts.timeScale, 1, scenario.MaxTimeScale)
+	case opts.replaying != nil:
 		sc, err = replayedScenario(out, opts.replayingPath, opts.replaying, opts.allowExec)
+	}
+
+	if err == nil && opts.replaying == nil {
+		sc, err = loadScenario(arg)
+	}
+
+	if err == nil && opts.timeScale > 0 {
+		sc.TimeScale = opts.timeScale
 	}
 
 	if err == nil {
