@@ -144,6 +144,16 @@ func (n *Node) sourceFor(dst netip.Addr) netip.Addr {
 	return n.addrs[0].Addr
 }
 
+// EtcdCertAddresses are the addresses the node's etcd certificates name,
+// none before they are first issued (with its config, once its time is in
+// sync): what its peers' TLS verification checks.
+func (n *Node) EtcdCertAddresses() []netip.Addr {
+	n.late.mu.Lock()
+	defer n.late.mu.Unlock()
+
+	return slices.Clone(n.late.certAddrs)
+}
+
 // certNames reports whether the node's etcd certificates name ip.
 func (n *Node) certNames(ip netip.Addr) bool {
 	n.late.mu.Lock()

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -62,9 +64,17 @@ func TestAddressLate(t *testing.T) {
 			cl := applyAndBootstrap(t, ctx, c, nodes[0].Endpoint)
 
 			// cp2 has its config and no address in the advertised subnet:
-			// no etcd spec; its certificates are issued meanwhile.
+			// no etcd spec; its certificates are issued meanwhile, by its
+			// controllers once its time is in sync (which the etcd service
+			// no longer waits for), for its public address alone.
 			eventually(t, 30*time.Second, func() error { return etcdMessage(ctx, cl, "10.197.230.12", "Waiting for etcd spec") })
-			time.Sleep(2 * time.Second)
+			eventually(t, 30*time.Second, func() error {
+				if got := c.Node("cp2").EtcdCertAddresses(); !slices.Equal(got, []netip.Addr{netip.MustParseAddr("10.197.230.12")}) {
+					return fmt.Errorf("cp2's etcd certificates name %v", got)
+				}
+
+				return nil
+			})
 
 			if err := heal(); err != nil {
 				t.Fatal(err)
