@@ -234,14 +234,15 @@ func runScenario(cmd *cobra.Command, arg string, opts runOptions) error {
 		err error
 	)
 
-	switch {
-	case opts.timeScaleSet:
+	if opts.timeScaleSet {
 		err = checkRange("--time-scale", opts.timeScale, 1, scenario.MaxTimeScale)
-	case opts.replaying != nil:
-		sc, err = replayedScenario(out, opts.replayingPath, opts.replaying, opts.allowExec)
 	}
 
-	if err == nil && opts.replaying == nil {
+	switch {
+	case err != nil:
+	case opts.replaying != nil:
+		sc, err = replayedScenario(out, opts.replayingPath, opts.replaying, opts.allowExec)
+	default:
 		sc, err = loadScenario(arg)
 	}
 

@@ -93,8 +93,9 @@ func (m *machineServer) Upgrade(ctx context.Context, in *machine.UpgradeRequest)
 }
 
 // tryLockUpgradeMutex is v1alpha1_server.go's: a session with a 60 s lease
-// (Talos time, UpgradeMutexTTLFloor) and a TryLock, so a second control plane's upgrade in the same window is
-// refused ("mutex: Locked by another session") instead of waiting.
+// (Talos time, UpgradeMutexTTLFloor) and a TryLock, so a second control
+// plane's upgrade in the same window is refused ("mutex: Locked by another
+// session") instead of waiting.
 func (m *machineServer) tryLockUpgradeMutex(ctx context.Context, client *clientv3.Client) (func(), error) {
 	sess, err := concurrency.NewSession(client, concurrency.WithContext(ctx), concurrency.WithTTL(m.s.upgradeMutexTTLSeconds()))
 	if err != nil {

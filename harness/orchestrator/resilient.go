@@ -25,7 +25,7 @@ import (
 // left maintenance, bootstrap exactly one node once, wait for every control plane
 // to be a voter, then for etcd to be healthy everywhere. While it waits it
 // mends what it finds: stale and unpromotable learners, Failed and
-// crash-looping etcd services, and control planes back in maintenance.
+// crash-looping etcd services, and nodes back in maintenance.
 type Resilient struct{}
 
 // Name implements Orchestrator.
@@ -33,6 +33,11 @@ func (*Resilient) Name() string { return "resilient" }
 
 // ErrConfigInvalid stops the run: retrying an invalid config cannot help.
 var ErrConfigInvalid = errors.New("configuration rejected as invalid")
+
+// invalidConfig stops a wait on the node's refusal of its configuration.
+func invalidConfig(n target.Node, err error) error {
+	return stop(fmt.Errorf("%w: %s: %s", ErrConfigInvalid, n.Name, status.Convert(err).Message()))
+}
 
 // Run implements Orchestrator: the bootstrap, then the rolling upgrade the
 // scenario asks for.
@@ -185,7 +190,7 @@ func (r *Resilient) apply(ctx context.Context, env *Env, n target.Node) error {
 			}
 
 			if status.Code(err) == codes.InvalidArgument {
-				return stop(fmt.Errorf("%w: %s: %s", ErrConfigInvalid, n.Name, status.Convert(err).Message()))
+				return invalidConfig(n, err)
 			}
 
 			// Ambiguous failure: the config may have been applied, and the
@@ -720,7 +725,7 @@ func (r *Resilient) reconfigure(ctx context.Context, env *Env, n target.Node, er
 	env.Log.Add(n.Name, "orchestrator.remedy", n.Name+" is in maintenance again (reset, or its disks wiped): applying its configuration again")
 
 	if err := r.applyOnce(ctx, env, n); status.Code(err) == codes.InvalidArgument {
-		return stop(fmt.Errorf("%w: %s: %s", ErrConfigInvalid, n.Name, status.Convert(err).Message()))
+		return invalidConfig(n, err)
 	}
 
 	return nil
