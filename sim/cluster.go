@@ -36,6 +36,7 @@ import (
 
 	"github.com/talchaos/talchaos/fakes/talosapi"
 	"github.com/talchaos/talchaos/harness/clock"
+	"github.com/talchaos/talchaos/harness/netfault"
 	"github.com/talchaos/talchaos/harness/scenario"
 	"github.com/talchaos/talchaos/harness/scratch"
 	"github.com/talchaos/talchaos/harness/target"
@@ -484,7 +485,7 @@ func (c *Cluster) newNode(ip, name string, index int) (*Node, error) {
 // startProxies puts toxiproxy in front of the node's three ports, and of its
 // API server when it runs one.
 func (n *Node) startProxies() error {
-	n.proxies = map[target.Port]*toxiproxy.Proxy{}
+	n.proxies = map[target.Port]*netfault.Proxy{}
 
 	type route struct{ listen, upstream string }
 
@@ -509,8 +510,8 @@ func (n *Node) startProxies() error {
 	}
 
 	for port, r := range routes {
-		p := toxiproxy.NewProxy(n.c.toxi, n.name+"-"+string(port), r.listen, r.upstream)
-		if err := p.Start(); err != nil {
+		p, err := netfault.StartProxy(n.c.toxi, n.name+"-"+string(port), r.listen, r.upstream)
+		if err != nil {
 			return fmt.Errorf("proxy %s: %w", port, err)
 		}
 

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/Shopify/toxiproxy/v2"
-
 	"github.com/talchaos/talchaos/harness/netfault"
 	"github.com/talchaos/talchaos/harness/scenario"
 	"github.com/talchaos/talchaos/harness/target"
@@ -166,7 +164,7 @@ func (n *Node) certNames(ip netip.Addr) bool {
 const sanGateToxic = "talchaos-san"
 
 // addSANGate puts a gate on the peer relay p of the node's address a.
-func (n *Node) addSANGate(a netip.Addr, p *toxiproxy.Proxy) error {
+func (n *Node) addSANGate(a netip.Addr, p *netfault.Proxy) error {
 	g := netfault.NewGate(fmt.Sprintf("%s/%s/san/%s", n.c.dir, n.name, a))
 
 	if _, err := p.Toxics.AddToxicJson(strings.NewReader(string(netfault.GateToxicJSON(sanGateToxic, g)))); err != nil {

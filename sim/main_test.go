@@ -47,18 +47,6 @@ func run(m *testing.M) int {
 			goleak.IgnoreTopFunction("github.com/Shopify/toxiproxy/v2/stream.(*ChanWriter).Write"),
 			goleak.IgnoreTopFunction("github.com/talchaos/talchaos/harness/netfault.(*LatencyToxic).Pipe"),
 			goleak.IgnoreTopFunction("github.com/talchaos/talchaos/harness/netfault.(*GateToxic).Pipe"),
-			// An HTTP/1.1 keep-alive connection of an embedded etcd member's
-			// peer transport (its prober and pipeline have no read deadline)
-			// that a request ending gave back to the pool after the member's
-			// Stop closed the idle ones, to a toxiproxy listener whose link
-			// to the closed member leaked as above: the proxy neither closes
-			// it nor still lists it to close at Stop. Seen only under make
-			// test's load (2 of 2 fresh clones at stop 35, once at stop 32),
-			// never with the package alone; the mechanism is inferred from
-			// the stack (persistConn over TLS, blocked for minutes), not
-			// confirmed.
-			goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
-			goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
 			// A slow-disk fault's seccomp filter stays for the life of the
 			// process, and so does the goroutine that answers it.
 			goleak.IgnoreAnyFunction("github.com/talchaos/talchaos/sim/diskgate.serve")); err != nil {

@@ -10,8 +10,7 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/Shopify/toxiproxy/v2"
-
+	"github.com/talchaos/talchaos/harness/netfault"
 	"github.com/talchaos/talchaos/harness/scenario"
 	"github.com/talchaos/talchaos/harness/target"
 	"github.com/talchaos/talchaos/sim/netns"
@@ -238,8 +237,8 @@ func (n *Node) startRelays() error {
 		for _, r := range relayPorts {
 			listen := net.JoinHostPort(a.Addr.String(), strconv.Itoa(r.num))
 
-			p := toxiproxy.NewProxy(n.c.toxi, n.name+"-"+string(r.port)+"-"+a.Addr.String(), listen, n.proxies[r.port].Listen)
-			if err := p.Start(); err != nil {
+			p, err := netfault.StartProxy(n.c.toxi, n.name+"-"+string(r.port)+"-"+a.Addr.String(), listen, n.proxies[r.port].Listen)
+			if err != nil {
 				return fmt.Errorf("relay %s: %w", listen, err)
 			}
 

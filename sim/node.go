@@ -6,7 +6,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"github.com/google/uuid"
 	"hash/fnv"
 	"io"
 	"io/fs"
@@ -22,7 +21,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/Shopify/toxiproxy/v2"
+	"github.com/google/uuid"
+
 	"github.com/cosi-project/runtime/pkg/state"
 	"github.com/martinlindhe/base36"
 	"github.com/siderolabs/talos/pkg/machinery/api/machine"
@@ -77,12 +77,12 @@ type Node struct {
 	// addrs are the node's addresses, ip's first (netaddr.go); relays serve
 	// the further routed ones.
 	addrs  []scenario.Address
-	relays []*toxiproxy.Proxy
+	relays []*netfault.Proxy
 	// accumulated are addresses the node took in this boot (a shared IP),
 	// under mu; stopVIP ends its campaign for one (vip.go).
 	accumulated []netip.Addr
 	stopVIP     func()
-	proxies     map[target.Port]*toxiproxy.Proxy
+	proxies     map[target.Port]*netfault.Proxy
 	machined    *talosapi.LogBuffer
 	etcdLog     *talosapi.LogBuffer
 	resources   state.State

@@ -9,10 +9,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/Shopify/toxiproxy/v2"
 	"github.com/siderolabs/talos/pkg/machinery/config"
 	"go.etcd.io/etcd/client/v3/concurrency"
 
+	"github.com/talchaos/talchaos/harness/netfault"
 	"github.com/talchaos/talchaos/harness/target"
 	"github.com/talchaos/talchaos/sim/netns"
 )
@@ -80,7 +80,7 @@ type sharedIP struct {
 	mu     sync.Mutex
 	addr   netip.Addr
 	holder *Node
-	relays []*toxiproxy.Proxy
+	relays []*netfault.Proxy
 }
 
 // vipHeld is the shared IP the node holds, if it does.
@@ -326,8 +326,8 @@ func (c *Cluster) holdVIP(n *Node, ip netip.Addr) error {
 
 		listen := net.JoinHostPort(ip.String(), strconv.Itoa(p.num))
 
-		r := toxiproxy.NewProxy(c.toxi, "vip-"+string(p.port), listen, up.Listen)
-		if err := r.Start(); err != nil {
+		r, err := netfault.StartProxy(c.toxi, "vip-"+string(p.port), listen, up.Listen)
+		if err != nil {
 			c.dropVIPLocked()
 
 			return fmt.Errorf("shared IP %s: %w", listen, err)

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"github.com/Shopify/toxiproxy/v2"
-
 	"github.com/talchaos/talchaos/harness/target"
 )
 
@@ -17,7 +15,7 @@ var toxicSeq atomic.Int64
 // AddToxic puts a target.Toxic on a toxiproxy proxy and returns how to remove
 // it. Latency uses talchaos's seeded latency toxic; the rest are toxiproxy's own,
 // always with toxicity 1 (toxiproxy's randomness is never used).
-func AddToxic(p *toxiproxy.Proxy, t target.Toxic) (func() error, error) {
+func AddToxic(p *Proxy, t target.Toxic) (func() error, error) {
 	direction := string(t.Direction)
 	if direction == "" {
 		direction = string(target.Downstream)

@@ -256,27 +256,27 @@ func startEcho(t *testing.T, conf *tls.Config) string {
 	return l.Addr().String()
 }
 
-// startProxy puts a toxiproxy proxy with the given toxics in front of upstream.
-func startProxy(t *testing.T, upstream string, toxicDefs ...[]byte) *toxiproxy.Proxy {
+// startProxy puts a proxy with the given toxics in front of upstream.
+func startProxy(t *testing.T, upstream string, toxicDefs ...[]byte) *Proxy {
 	t.Helper()
 
 	srv := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop())
-	proxy := toxiproxy.NewProxy(srv, t.Name(), "127.0.0.1:0", upstream)
 
-	for _, def := range toxicDefs {
-		addToxic(t, proxy, def)
-	}
-
-	if err := proxy.Start(); err != nil {
+	proxy, err := StartProxy(srv, t.Name(), "127.0.0.1:0", upstream)
+	if err != nil {
 		t.Fatal(err)
 	}
 
 	t.Cleanup(proxy.Stop)
 
+	for _, def := range toxicDefs {
+		addToxic(t, proxy, def)
+	}
+
 	return proxy
 }
 
-func addToxic(t *testing.T, proxy *toxiproxy.Proxy, def []byte) {
+func addToxic(t *testing.T, proxy *Proxy, def []byte) {
 	t.Helper()
 
 	if _, err := proxy.Toxics.AddToxicJson(strings.NewReader(string(def))); err != nil {

@@ -124,7 +124,7 @@ func (t *Target) Provision(ctx context.Context, sc *scenario.Scenario, _ target.
 		}
 	}
 
-	c := &Cluster{inv: inv, talosconfig: cfg, proxies: map[string]*toxiproxy.Proxy{}, client: newClientFaults()}
+	c := &Cluster{inv: inv, talosconfig: cfg, proxies: map[string]*netfault.Proxy{}, client: newClientFaults()}
 
 	server := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop())
 
@@ -143,8 +143,8 @@ func (t *Target) Provision(ctx context.Context, sc *scenario.Scenario, _ target.
 			direct = net.JoinHostPort(in.Address, "50000")
 		}
 
-		p := toxiproxy.NewProxy(server, name+"-talos-api", "127.0.0.1:0", direct)
-		if err := p.Start(); err != nil {
+		p, err := netfault.StartProxy(server, name+"-talos-api", "127.0.0.1:0", direct)
+		if err != nil {
 			c.Close() //nolint:errcheck
 
 			return nil, fmt.Errorf("node %s API proxy: %w", name, err)
@@ -180,7 +180,7 @@ type Cluster struct {
 	inv         *Inventory
 	talosconfig *clientconfig.Config
 	nodes       []target.Node
-	proxies     map[string]*toxiproxy.Proxy
+	proxies     map[string]*netfault.Proxy
 	client      *clientFaults
 	power       *power
 

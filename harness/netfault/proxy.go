@@ -1,0 +1,164 @@
+package netfault
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync"
+
+	"github.com/Shopify/toxiproxy/v2"
+	"github.com/Shopify/toxiproxy/v2/stream"
+)
+
+// Proxy is a toxiproxy proxy (its toxics, links and toxic types are
+// toxiproxy's) with an accept loop of talchaos's own.
+//
+// Hand-rolled because toxiproxy v2.12's loop names a connection's two links,
+// and keeps the connection for Stop to close, by the client's address alone:
+// when a client port comes round again while the old connection's links are
+// still ending, the old link's end deletes the new connection's entries, so
+// toxics added later no longer reach the new connection and Stop leaves it
+// open (the client's keep-alive connection then waits on it forever: an etcd
+// member's peer transport did, in the sim's tests). Here every connection's
+// links have a name of their own, and Stop closes every connection the proxy
+// accepted or dialled, whatever its links did.
+type Proxy struct {
+	*toxiproxy.Proxy
+
+	server   *toxiproxy.ApiServer
+	upstream string
+	ln       net.Listener
+	cancel   context.CancelFunc
+	done     chan struct{}
+
+	mu      sync.Mutex
+	conns   map[*net.TCPConn]struct{}
+	seq     uint64
+	pruneAt int
+	stopped bool
+}
+
+// pruneMin is how many connections a proxy keeps before it first looks for
+// closed ones to forget.
+const pruneMin = 64
+
+// StartProxy listens on listen (port 0: any; Listen then holds the address
+// taken) and relays every connection to upstream through toxiproxy's links.
+func StartProxy(server *toxiproxy.ApiServer, name, listen, upstream string) (*Proxy, error) {
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return nil, err
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &Proxy{
+		Proxy:    toxiproxy.NewProxy(server, name, ln.Addr().String(), upstream),
+		server:   server,
+		upstream: upstream,
+		ln:       ln,
+		cancel:   cancel,
+		done:     make(chan struct{}),
+		conns:    map[*net.TCPConn]struct{}{},
+		pruneAt:  pruneMin,
+	}
+
+	go p.serve(ctx)
+
+	return p, nil
+}
+
+func (p *Proxy) serve(ctx context.Context) {
+	defer close(p.done)
+
+	var d net.Dialer
+
+	for {
+		client, err := p.ln.Accept()
+		if err != nil {
+			return // Stop closed the listener
+		}
+
+		// As toxiproxy does: an upstream that cannot be reached closes the
+		// client's connection at once.
+		up, err := d.DialContext(ctx, "tcp", p.upstream)
+		if err != nil {
+			client.Close()
+
+			continue
+		}
+
+		c, u := client.(*net.TCPConn), up.(*net.TCPConn)
+
+		name, ok := p.track(c, u)
+		if !ok {
+			c.Close()
+			u.Close()
+
+			return
+		}
+
+		p.Toxics.StartLink(p.server, name+"upstream", c, u, stream.Upstream)
+		p.Toxics.StartLink(p.server, name+"downstream", u, c, stream.Downstream)
+	}
+}
+
+// track keeps a new connection's two ends for Stop and names its links; it
+// reports false once the proxy is stopped.
+func (p *Proxy) track(client, upstream *net.TCPConn) (string, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+
+	if p.stopped {
+		return "", false
+	}
+
+	if len(p.conns) >= p.pruneAt {
+		for c := range p.conns {
+			if closed(c) {
+				delete(p.conns, c)
+			}
+		}
+
+		p.pruneAt = max(pruneMin, 2*len(p.conns))
+	}
+
+	p.conns[client], p.conns[upstream] = struct{}{}, struct{}{}
+	p.seq++
+
+	return fmt.Sprintf("%s#%d", client.RemoteAddr(), p.seq), true
+}
+
+// closed reports whether c has been closed (its links end by closing both
+// ends): a closed connection refuses raw access.
+func closed(c *net.TCPConn) bool {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return true
+	}
+
+	return rc.Control(func(uintptr) {}) != nil
+}
+
+// Stop stops accepting and closes every connection the proxy still holds. It
+// may be called more than once.
+func (p *Proxy) Stop() {
+	p.mu.Lock()
+	if p.stopped {
+		p.mu.Unlock()
+
+		return
+	}
+
+	p.stopped = true
+	conns := p.conns
+	p.conns = nil
+	p.mu.Unlock()
+
+	p.cancel()
+	p.ln.Close()
+	<-p.done
+
+	for c := range conns {
+		c.Close()
+	}
+}

@@ -1,0 +1,133 @@
+package netfault
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"testing"
+	"time"
+)
+
+// echoOnce writes b through conn and reads it back.
+func echoOnce(t *testing.T, conn net.Conn, b string) {
+	t.Helper()
+
+	if err := conn.SetDeadline(time.Now().Add(10 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+
+	if _, err := conn.Write([]byte(b)); err != nil {
+		t.Fatalf("write through the proxy: %v", err)
+	}
+
+	got := make([]byte, len(b))
+	if _, err := io.ReadFull(conn, got); err != nil || string(got) != b {
+		t.Fatalf("echo through the proxy: %q, %v", got, err)
+	}
+}
+
+// ended reports whether the peer closed conn (a read ends in EOF or a reset,
+// not in the deadline).
+func ended(t *testing.T, conn net.Conn) bool {
+	t.Helper()
+
+	if err := conn.SetReadDeadline(time.Now().Add(10 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+
+	_, err := conn.Read(make([]byte, 1))
+
+	var ne net.Error
+
+	return err != nil && !(errors.As(err, &ne) && ne.Timeout())
+}
+
+func TestProxyStopClosesEveryConnection(t *testing.T) {
+	proxy := startProxy(t, startEcho(t, nil))
+
+	var conns []net.Conn
+
+	for i := range 3 {
+		c, err := net.DialTimeout("tcp", proxy.Listen, 3*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		t.Cleanup(func() { _ = c.Close() })
+		echoOnce(t, c, string(rune('a'+i)))
+		conns = append(conns, c)
+	}
+
+	proxy.Stop()
+	proxy.Stop() // a second Stop is a no-op
+
+	for i, c := range conns {
+		if !ended(t, c) {
+			t.Errorf("connection %d still open after Stop", i)
+		}
+	}
+
+	if c, err := net.DialTimeout("tcp", proxy.Listen, 3*time.Second); err == nil {
+		_ = c.Close()
+
+		t.Error("the proxy still accepts after Stop")
+	}
+}
+
+func TestProxyToxicReachesOpenConnections(t *testing.T) {
+	proxy := startProxy(t, startEcho(t, nil))
+
+	var conns []net.Conn
+
+	for range 2 {
+		c, err := net.DialTimeout("tcp", proxy.Listen, 3*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		t.Cleanup(func() { _ = c.Close() })
+		echoOnce(t, c, "x")
+		conns = append(conns, c)
+	}
+
+	def, err := json.Marshal(toxicDef{Name: "rst", Type: "reset_peer", Stream: "downstream", Toxicity: 1, Attributes: map[string]any{"timeout": 0}})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	addToxic(t, proxy, def)
+
+	for i, c := range conns {
+		_, _ = c.Write([]byte("y"))
+
+		if !ended(t, c) {
+			t.Errorf("connection %d not reset by a toxic added after it opened", i)
+		}
+	}
+}
+
+func TestProxyForgetsClosedConnections(t *testing.T) {
+	proxy := startProxy(t, startEcho(t, nil))
+
+	const n = 300
+
+	for range n {
+		c, err := net.DialTimeout("tcp", proxy.Listen, 3*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		echoOnce(t, c, "x")
+		_ = c.Close()
+	}
+
+	proxy.mu.Lock()
+	kept := len(proxy.conns)
+	proxy.mu.Unlock()
+
+	// Two ends a connection; without forgetting closed ones it would keep 600.
+	if kept > n*2/3 {
+		t.Errorf("the proxy keeps %d connection ends after %d connections came and went", kept, n)
+	}
+}
