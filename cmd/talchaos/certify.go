@@ -190,6 +190,8 @@ func runCertify(cmd *cobra.Command, command []string, opts certifyOptions) error
 		jobs []certifyJob
 	)
 
+	plan.TimeScale = opts.timeScale
+
 	if sh.Whole() {
 		for _, p := range picked {
 			for _, s := range seeds {

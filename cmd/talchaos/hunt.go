@@ -78,6 +78,7 @@ into the hunt an unsharded run writes.
 	cmd.Flags().BoolVar(&opts.shrink, "shrink", false, "then minimise the scenario while it keeps its outcome (see above)")
 	cmd.Flags().Float64Var(&opts.rate, "rate", 0.8, "with --shrink: the fraction of the seeds a smaller scenario must keep the outcome on")
 	addShardFlag(cmd, &opts.shard)
+	addTimeScaleFlag(cmd, &opts.timeScale, "the scenario's timeScale")
 
 	return cmd
 }
@@ -94,6 +95,10 @@ func runHunt(cmd *cobra.Command, arg string, opts huntOptions) (*reports.Hunt, e
 		return nil, &exitError{code: exitInput, err: err}
 	}
 
+	if err := checkTimeScale(cmd, opts.timeScale); err != nil {
+		return nil, &exitError{code: exitInput, err: err}
+	}
+
 	sh, err := shardOf(cmd, opts.shard)
 	if err != nil {
 		return nil, &exitError{code: exitInput, err: err}
@@ -103,7 +108,7 @@ func runHunt(cmd *cobra.Command, arg string, opts huntOptions) (*reports.Hunt, e
 		return nil, &exitError{code: exitInput, err: fmt.Errorf("--shrink judges every reduction on every seed: it cannot run shard %s", sh)}
 	}
 
-	sc, err := loadScenario(arg)
+	sc, err := loadScenarioAt(arg, opts.timeScale)
 	if err != nil {
 		return nil, &exitError{code: exitInput, err: err}
 	}
@@ -137,6 +142,7 @@ func runHunt(cmd *cobra.Command, arg string, opts huntOptions) (*reports.Hunt, e
 
 	if !sh.Whole() {
 		plan := shard.NewPlan(sh, []string{sc.Name}, seeds)
+		plan.TimeScale = opts.timeScale
 		seeds, opts.stamp = plan.SeedsOf(sc.Name), plan.Stamp()
 		printShard(cmd, plan, len(seeds))
 	}

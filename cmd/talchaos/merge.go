@@ -77,6 +77,10 @@ func runMerge(cmd *cobra.Command, dirs []string, opts mergeOptions) error {
 		return &exitError{code: exitInput, err: fmt.Errorf("--baseline is for a night's shards: these are a %s's", m.Kind)}
 	}
 
+	if why := stats.Comparable(baseline, m.Ledger); why != "" {
+		return &exitError{code: exitInput, err: fmt.Errorf("--baseline %s: %s", opts.baseline, why)}
+	}
+
 	// Created only once every input is known to be good.
 	if err := reports.CheckDir(opts.out); err != nil {
 		return &exitError{code: exitInput, err: fmt.Errorf("--out: %w", err)}

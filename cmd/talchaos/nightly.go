@@ -67,6 +67,7 @@ index.html, and runs the --baseline gate on the merged ledger.`,
 	f.StringVar(&opts.compare, "compare", "", "compare this ledger.json with --baseline instead of running")
 	f.StringSliceVar(&opts.only, "scenario", nil, "run only these built-in scenarios (repeat or comma-separate)")
 	addShardFlag(cmd, &opts.shard)
+	addTimeScaleFlag(cmd, &opts.timeScale, "each scenario's own timeScale")
 
 	opts.target = "sim"
 
@@ -81,7 +82,7 @@ func runNightly(cmd *cobra.Command, opts nightlyOptions) error {
 		return &exitError{code: exitInput, err: err}
 	}
 
-	plan := shard.Plan{Scenarios: names, Seeds: seeds}
+	plan := shard.Plan{Scenarios: names, Seeds: seeds, TimeScale: opts.timeScale}
 
 	if opts.compare == "" {
 		sh, err := shardOf(cmd, opts.shard)
@@ -97,6 +98,7 @@ func runNightly(cmd *cobra.Command, opts nightlyOptions) error {
 
 		if !sh.Whole() {
 			plan = shard.NewPlan(sh, names, seeds)
+			plan.TimeScale = opts.timeScale
 		}
 	}
 
@@ -115,14 +117,23 @@ func runNightly(cmd *cobra.Command, opts nightlyOptions) error {
 			return &exitError{code: exitInput, err: err}
 		}
 
+		if why := stats.Comparable(baseline, current); why != "" {
+			return &exitError{code: exitInput, err: fmt.Errorf("--compare %s: %s", opts.compare, why)}
+		}
+
 		return verdictOf(termSafe(out), stats.Compare(baseline, current, nightlyAlpha))
+	}
+
+	// Refused before a night is spent on it.
+	if why := stats.Comparable(baseline, &stats.Ledger{TimeScale: opts.timeScale}); why != "" {
+		return &exitError{code: exitInput, err: fmt.Errorf("--baseline %s: %s", opts.baseline, why)}
 	}
 
 	if err := reports.CheckDir(opts.reportDir); err != nil {
 		return &exitError{code: exitInput, err: fmt.Errorf("--out: %w", err)}
 	}
 
-	ledger := &stats.Ledger{Created: time.Now().UTC(), Tool: buildinfo.Read().String(), Shard: plan.Stamp()}
+	ledger := &stats.Ledger{Created: time.Now().UTC(), Tool: buildinfo.Read().String(), Shard: plan.Stamp(), TimeScale: opts.timeScale}
 
 	tgt, err := targetFor(opts.runOptions)
 	if err != nil {
@@ -204,7 +215,7 @@ func writeNight(out io.Writer, dir string, ledger *stats.Ledger, hunts []*report
 // error, not the whole catalogue.
 func checkNightlyFlags(cmd *cobra.Command, opts nightlyOptions) ([]string, []int64, error) {
 	if opts.compare != "" {
-		for _, f := range []string{"seeds", "parallel", "out", "scenario", "shard"} {
+		for _, f := range []string{"seeds", "parallel", "out", "scenario", "shard", "time-scale"} {
 			if cmd.Flags().Changed(f) {
 				return nil, nil, fmt.Errorf("--%s is for a night's run: --compare only compares two ledgers", f)
 			}
@@ -219,6 +230,10 @@ func checkNightlyFlags(cmd *cobra.Command, opts nightlyOptions) ([]string, []int
 	}
 
 	if err := checkParallel(opts.parallel); err != nil {
+		return nil, nil, err
+	}
+
+	if err := checkTimeScale(cmd, opts.timeScale); err != nil {
 		return nil, nil, err
 	}
 

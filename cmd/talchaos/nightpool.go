@@ -58,7 +58,7 @@ func runNight(ctx context.Context, out io.Writer, tgt target.Target, names []str
 			continue // every seed of it is another shard's
 		}
 
-		sc, err := loadScenario(name)
+		sc, err := loadScenarioAt(name, opts.timeScale)
 		if err != nil {
 			return nil, &exitError{code: exitInput, err: err}
 		}

@@ -73,9 +73,35 @@ Exit codes: 0 expectations held, 1 expectations failed, 2 bad input or usage,
 	cmd.Flags().Int64Var(&opts.seed, "seed", 1, "seed for every random choice of the run")
 	cmd.Flags().StringVar(&opts.reportDir, "report-dir", "talchaos-report", "directory for report.json, junit.xml and summary.md")
 	cmd.Flags().BoolVarP(&opts.verbose, "verbose", "v", false, "also print the nodes' machined log lines")
-	cmd.Flags().Float64Var(&opts.timeScale, "time-scale", 0, fmt.Sprintf("run at this time scale instead of the scenario's timeScale (1 to %d; simulated nodes: a loaded machine wants a lower one)", scenario.MaxTimeScale))
+	addTimeScaleFlag(cmd, &opts.timeScale, "the scenario's timeScale")
 
 	return cmd
+}
+
+// addTimeScaleFlag adds --time-scale to a command that runs scenarios:
+// instead of what (each scenario's own timeScale).
+func addTimeScaleFlag(cmd *cobra.Command, scale *float64, what string) {
+	cmd.Flags().Float64Var(scale, "time-scale", 0, fmt.Sprintf("run at this time scale instead of %s (1 to %d; simulated nodes: a loaded machine wants a lower one)", what, scenario.MaxTimeScale))
+}
+
+// checkTimeScale checks --time-scale when it was given.
+func checkTimeScale(cmd *cobra.Command, scale float64) error {
+	if !cmd.Flags().Changed("time-scale") {
+		return nil
+	}
+
+	return checkRange("--time-scale", scale, 1, scenario.MaxTimeScale)
+}
+
+// loadScenarioAt is loadScenario run at scale instead of its own timeScale
+// (scale 0: its own).
+func loadScenarioAt(arg string, scale float64) (*scenario.Scenario, error) {
+	sc, err := loadScenario(arg)
+	if err == nil && scale > 0 {
+		sc.TimeScale = scale
+	}
+
+	return sc, err
 }
 
 // loadScenario reads a scenario file, or a built-in scenario by name. A bare

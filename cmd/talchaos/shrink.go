@@ -76,7 +76,7 @@ func runShrink(cmd *cobra.Command, arg string, opts huntOptions) error {
 		return &exitError{code: exitFail, err: fmt.Errorf("nothing to shrink: the commonest outcome, %q, came on %d of %d seeds (%.2f), under --rate %g", keep.Key(), len(keep.Seeds), h.Summary.Runs, got, opts.rate)}
 	}
 
-	sc, err := loadScenario(arg)
+	sc, err := loadScenarioAt(arg, opts.timeScale)
 	if err != nil {
 		return &exitError{code: exitInput, err: err}
 	}

@@ -22,6 +22,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/talchaos/talchaos/harness/scenario"
 	"github.com/talchaos/talchaos/harness/strictjson"
 )
 
@@ -145,6 +146,9 @@ type Plan struct {
 	Shard     Shard
 	Scenarios []string
 	Seeds     []int64
+	// TimeScale is the time scale every scenario runs at (--time-scale);
+	// 0: each scenario's own.
+	TimeScale float64
 }
 
 // NewPlan is the plan of shard s over scenarios × seeds (copied, sorted).
@@ -199,6 +203,9 @@ type Stamp struct {
 	// sorted: what decides every shard's pairs.
 	Seeds     []int64  `json:"seeds"`
 	Scenarios []string `json:"scenarios"`
+	// TimeScale is the run's --time-scale (0: each scenario's own): shards
+	// at different scales are not parts of one run.
+	TimeScale float64 `json:"timeScale,omitempty"`
 }
 
 // Stamp is the plan's stamp; nil for the whole run, which has none.
@@ -207,12 +214,12 @@ func (p Plan) Stamp() *Stamp {
 		return nil
 	}
 
-	return &Stamp{Index: p.Shard.Index, Count: p.Shard.Count, Seeds: slices.Clone(p.Seeds), Scenarios: slices.Clone(p.Scenarios)}
+	return &Stamp{Index: p.Shard.Index, Count: p.Shard.Count, Seeds: slices.Clone(p.Seeds), Scenarios: slices.Clone(p.Scenarios), TimeScale: p.TimeScale}
 }
 
 // Plan is the plan a stamp was written from.
 func (s *Stamp) Plan() Plan {
-	return Plan{Shard: Shard{Index: s.Index, Count: s.Count}, Scenarios: s.Scenarios, Seeds: s.Seeds}
+	return Plan{Shard: Shard{Index: s.Index, Count: s.Count}, Scenarios: s.Scenarios, Seeds: s.Seeds, TimeScale: s.TimeScale}
 }
 
 // Limits of a stamp read back: the seeds and scenarios a run can have.
@@ -224,8 +231,11 @@ const (
 // Check records in p, at path, what makes a stamp read from a file unusable:
 // a shard outside 1..count or a count outside 1..MaxCount; no seeds or
 // scenarios, too many, one given twice, out of order (Plan sorts them, so a
-// stamp it wrote is sorted), or an empty scenario name.
+// stamp it wrote is sorted), an empty scenario name, or a time scale
+// outside 1 to scenario.MaxTimeScale.
 func (s *Stamp) Check(p *strictjson.Problems, path string) {
+	CheckTimeScale(p, strictjson.Key(path, "timeScale"), s.TimeScale)
+
 	switch {
 	case s.Count < 1 || s.Count > MaxCount:
 		p.Addf(strictjson.Key(path, "count"), "is %d: want 1 to %d shards", s.Count, MaxCount)
@@ -276,6 +286,8 @@ func (s *Stamp) SameRun(o *Stamp) string {
 	switch {
 	case s.Count != o.Count:
 		return fmt.Sprintf("they are of %d and of %d shards", s.Count, o.Count)
+	case s.TimeScale != o.TimeScale:
+		return fmt.Sprintf("they ran at time scales %s and %s", ScaleText(s.TimeScale), ScaleText(o.TimeScale))
 	case !slices.Equal(s.Seeds, o.Seeds):
 		return fmt.Sprintf("their seeds differ: %s and %s", Ranges(s.Seeds), Ranges(o.Seeds))
 	case !slices.Equal(s.Scenarios, o.Scenarios):
@@ -331,4 +343,21 @@ func Ranges(seeds []int64) string {
 	}
 
 	return strings.Join(parts, ",")
+}
+
+// CheckTimeScale records in p, at path, a run's time scale read from a file
+// that is neither 0 (each scenario's own) nor 1 to scenario.MaxTimeScale.
+func CheckTimeScale(p *strictjson.Problems, path string, scale float64) {
+	if scale != 0 && !(scale >= 1 && scale <= scenario.MaxTimeScale) {
+		p.Addf(path, "is %v: want 1 to %d (--time-scale), or none for each scenario's own", scale, scenario.MaxTimeScale)
+	}
+}
+
+// ScaleText says a run's time scale: "30x", or "each scenario's own" for 0.
+func ScaleText(scale float64) string {
+	if scale == 0 {
+		return "each scenario's own"
+	}
+
+	return strconv.FormatFloat(scale, 'g', -1, 64) + "x"
 }

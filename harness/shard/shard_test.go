@@ -177,6 +177,9 @@ func TestStampCheck(t *testing.T) {
 		{"unsorted", func(s *Stamp) { s.Scenarios = []string{"b", "a"} }, `shard.scenarios[1]: "a" comes after "b"`},
 		{"empty name", func(s *Stamp) { s.Scenarios = []string{"", "a"} }, "shard.scenarios[0]: is empty"},
 		{"too many seeds", func(s *Stamp) { s.Seeds = make([]int64, MaxSeeds+1) }, "shard.seeds: holds 10001"},
+		{"time scale", func(s *Stamp) { s.TimeScale = 30 }, ""},
+		{"time scale below 1", func(s *Stamp) { s.TimeScale = 0.5 }, "shard.timeScale: is 0.5: want 1 to 10000"},
+		{"time scale too large", func(s *Stamp) { s.TimeScale = 10001 }, "shard.timeScale: is 10001"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := good
@@ -208,6 +211,7 @@ func TestSameRun(t *testing.T) {
 		{&Stamp{Index: 2, Count: 3, Seeds: []int64{1, 2, 3, 4}, Scenarios: []string{"x", "y"}}, "they are of 2 and of 3 shards"},
 		{&Stamp{Index: 2, Count: 2, Seeds: []int64{1, 2, 3, 5}, Scenarios: []string{"x", "y"}}, "their seeds differ: 1-4 and 1-3,5"},
 		{&Stamp{Index: 2, Count: 2, Seeds: []int64{1, 2, 3, 4}, Scenarios: []string{"x", "z"}}, `their scenarios differ: "y" only in the first, "z" only in the second`},
+		{&Stamp{Index: 2, Count: 2, Seeds: []int64{1, 2, 3, 4}, Scenarios: []string{"x", "y"}, TimeScale: 30}, "they ran at time scales each scenario's own and 30x"},
 	} {
 		if got := a.SameRun(tc.other); !strings.Contains(got, tc.want) || (tc.want == "") != (got == "") {
 			t.Errorf("SameRun(%+v) = %q, want %q", tc.other, got, tc.want)

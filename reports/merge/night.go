@@ -75,7 +75,7 @@ func (m *Merged) readNight(dirs []string, out string) error {
 	}
 
 	m.Seeds, m.Scenarios = stamp.Seeds, stamp.Scenarios
-	m.Ledger = &stats.Ledger{Created: created, Tool: parts[0].tool}
+	m.Ledger = &stats.Ledger{Created: created, Tool: parts[0].tool, TimeScale: stamp.TimeScale}
 
 	for _, name := range stamp.Scenarios {
 		h := hunts[name].hunt()

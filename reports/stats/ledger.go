@@ -29,8 +29,11 @@ type Ledger struct {
 	// Shard is set in the ledger of one shard of a night (nightly
 	// --shard): which part of which night it holds. talchaos merge
 	// combines the shards into the night's ledger, which has none.
-	Shard     *shard.Stamp `json:"shard,omitempty"`
-	Scenarios []Summary    `json:"scenarios"` // sorted by Scenario, unique
+	Shard *shard.Stamp `json:"shard,omitempty"`
+	// TimeScale is the night's --time-scale, every scenario's (0: each its
+	// own): a night at another scale is not compared with this one.
+	TimeScale float64   `json:"timeScale,omitempty"`
+	Scenarios []Summary `json:"scenarios"` // sorted by Scenario, unique
 }
 
 // MaxScenarios bounds the scenarios of a ledger read back (the catalogue
@@ -110,8 +113,14 @@ func (l *Ledger) Validate() []*strictjson.Error {
 		p.Addf("schema", "is %s: want %s", strictjson.Quote(l.Schema), LedgerSchema)
 	}
 
+	shard.CheckTimeScale(&p, "timeScale", l.TimeScale)
+
 	if l.Shard != nil {
 		l.Shard.Check(&p, "shard")
+
+		if l.Shard.TimeScale != l.TimeScale {
+			p.Addf("timeScale", "is %s, but the shard's (shard.timeScale) is %s", shard.ScaleText(l.TimeScale), shard.ScaleText(l.Shard.TimeScale))
+		}
 	}
 
 	if len(l.Scenarios) > MaxScenarios {
@@ -275,6 +284,19 @@ type Change struct {
 	Regression  bool    `json:"regression,omitempty"`
 	Improvement bool    `json:"improvement,omitempty"`
 	New         bool    `json:"new,omitempty"` // not in the baseline
+}
+
+// Comparable says why two nights cannot be compared ("" when they can): they
+// ran at different time scales, so a scenario's pass rate at one says nothing
+// of its rate at the other (a Talos timer's margin over etcd's real-time
+// waits changes with the scale).
+func Comparable(baseline, current *Ledger) string {
+	if baseline == nil || current == nil || baseline.TimeScale == current.TimeScale {
+		return ""
+	}
+
+	return fmt.Sprintf("the baseline ran at time scale %s, this night at %s: pass rates at different scales are not comparable (run the night at the baseline's --time-scale, or start a new baseline)",
+		shard.ScaleText(baseline.TimeScale), shard.ScaleText(current.TimeScale))
 }
 
 // Compare tests every scenario of current against the same scenario in

@@ -210,6 +210,8 @@ func TestReadLedgerErrors(t *testing.T) {
 		// A shard's ledger: its stamp is checked, and so are its scenarios against the stamp.
 		{"shard-count.json", edit(`"tool": "t",`, `"tool": "t", "shard": {"index": 1, "count": 0, "seeds": [1], "scenarios": ["a", "b"]},`), []string{"shard.count: is 0: want 1 to 1000 shards"}},
 		{"shard-foreign.json", edit(`"tool": "t",`, `"tool": "t", "shard": {"index": 1, "count": 2, "seeds": [1], "scenarios": ["a"]},`), []string{`scenarios[1].scenario: is "b", which the shard's night (shard.scenarios) does not run`}},
+		{"time-scale.json", edit(`"tool": "t",`, `"tool": "t", "timeScale": 0.5,`), []string{"timeScale: is 0.5: want 1 to 10000 (--time-scale), or none for each scenario's own"}},
+		{"shard-time-scale.json", edit(`"tool": "t",`, `"tool": "t", "timeScale": 30, "shard": {"index": 1, "count": 1, "seeds": [1], "scenarios": ["a", "b"]},`), []string{"timeScale: is 30x, but the shard's (shard.timeScale) is each scenario's own"}},
 		{"shard-missing-field.json", edit(`"tool": "t",`, `"tool": "t", "shard": {"index": 1, "count": 2, "scenarios": ["a", "b"]},`), []string{"shard.seeds: missing: the field is required"}},
 	}
 	for _, tt := range tests {
