@@ -90,9 +90,14 @@ func TestAddressLate(t *testing.T) {
 				return
 			}
 
-			eventually(t, 60*time.Second, func() error {
+			// cp2 joins on its private address, then cp1's etcd dials it
+			// there and its prober logs the failure every 5 s (etcd's
+			// rafthttp statusErrorInterval): two steps, each with its own
+			// error when it does not come.
+			eventually(t, 60*time.Second, func() error { return learnerAt(ctx, cl, "https://172.16.0.12:2380") })
+			eventually(t, 30*time.Second, func() error {
 				if logged(c, "cp1", x509Text) == "" {
-					return errors.New("cp1's etcd log has no " + x509Text)
+					return fmt.Errorf("cp1's etcd log has no %s; its lines on 172.16.0.12: %q", x509Text, linesWith(c, "cp1", "172.16.0.12"))
 				}
 
 				return nil
@@ -151,6 +156,39 @@ func voters(ctx context.Context, cl *client.Client, n int) error {
 	}
 
 	return nil
+}
+
+// learnerAt checks the member list has a learner with peer URL url.
+func learnerAt(ctx context.Context, cl *client.Client, url string) error {
+	resp, err := cl.EtcdMemberList(ctx, &machine.EtcdMemberListRequest{})
+	if err != nil {
+		return err
+	}
+
+	var seen []string
+
+	for _, m := range resp.GetMessages()[0].GetMembers() {
+		if m.GetIsLearner() && slices.Contains(m.GetPeerUrls(), url) {
+			return nil
+		}
+
+		seen = append(seen, fmt.Sprintf("%s %v learner=%t", m.GetHostname(), m.GetPeerUrls(), m.GetIsLearner()))
+	}
+
+	return fmt.Errorf("no learner at %s: members %v", url, seen)
+}
+
+// linesWith are the last (at most three) lines of node's etcd log holding text.
+func linesWith(c *sim.Cluster, node, text string) []string {
+	var out []string
+
+	for _, l := range c.Node(node).Log("etcd").Lines() {
+		if strings.Contains(l, text) {
+			out = append(out, l)
+		}
+	}
+
+	return out[max(0, len(out)-3):]
 }
 
 // logged is the first line of node's etcd log holding text, or "".
