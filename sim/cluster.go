@@ -67,6 +67,8 @@ type Cluster struct {
 	claim   net.Listener // holds the loopback block for this cluster
 	dir     string
 	toxi    *toxiproxy.ApiServer
+	// sanMu serialises updateSANGates (lateaddr.go).
+	sanMu sync.Mutex
 
 	bundle      *secrets.Bundle
 	endpoint    string // the configs' control-plane endpoint

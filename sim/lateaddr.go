@@ -197,7 +197,16 @@ func (n *Node) closeSANGates() {
 
 // updateSANGates has every relay gate drop the peers whose source address
 // toward it their certificates do not name, as etcd's checkSAN does.
+//
+// Updates are serialised: each reads every node's certificates, and two at
+// once (two nodes issuing theirs) could otherwise apply in the wrong order,
+// the later one's view lost — a peer left blocked for good after its
+// certificates came to name its address: the likely cause of cp1's dials
+// to cp2's private address ending in EOF for good, seen once (stop 36).
 func (c *Cluster) updateSANGates() {
+	c.sanMu.Lock()
+	defer c.sanMu.Unlock()
+
 	for _, x := range c.nodes {
 		x.late.mu.Lock()
 		gates := make(map[netip.Addr]*netfault.Gate, len(x.late.sanGates))
