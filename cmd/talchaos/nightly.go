@@ -82,7 +82,7 @@ func runNightly(cmd *cobra.Command, opts nightlyOptions) error {
 		return &exitError{code: exitInput, err: err}
 	}
 
-	plan := shard.Plan{Scenarios: names, Seeds: seeds, TimeScale: opts.timeScale}
+	plan := shard.Plan{Scenarios: names, Seeds: seeds}
 
 	if opts.compare == "" {
 		sh, err := shardOf(cmd, opts.shard)
@@ -98,9 +98,10 @@ func runNightly(cmd *cobra.Command, opts nightlyOptions) error {
 
 		if !sh.Whole() {
 			plan = shard.NewPlan(sh, names, seeds)
-			plan.TimeScale = opts.timeScale
 		}
 	}
+
+	plan.TimeScale = opts.timeScale
 
 	baseline, err := readBaseline(opts.baseline)
 	if err != nil {

@@ -43,8 +43,7 @@ type runOptions struct {
 	allowExec bool
 	plan      bool
 	// timeScale, when set (> 0), replaces the scenario's own timeScale.
-	timeScale    float64
-	timeScaleSet bool
+	timeScale float64
 }
 
 func newRunCmd() *cobra.Command {
@@ -60,8 +59,6 @@ Exit codes: 0 expectations held, 1 expectations failed, 2 bad input or usage,
 3 harness or infrastructure error. A report is written in every case.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.timeScaleSet = cmd.Flags().Changed("time-scale")
-
 			return runScenario(cmd, args[0], opts)
 		},
 	}
@@ -260,9 +257,7 @@ func runScenario(cmd *cobra.Command, arg string, opts runOptions) error {
 		err error
 	)
 
-	if opts.timeScaleSet {
-		err = checkRange("--time-scale", opts.timeScale, 1, scenario.MaxTimeScale)
-	}
+	err = checkTimeScale(cmd, opts.timeScale)
 
 	switch {
 	case err != nil:

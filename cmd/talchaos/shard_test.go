@@ -727,17 +727,14 @@ func TestShardedHuntAndCertifyMerge(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			// The shards side by side, as on two machines.
 			dirs := make([]string, 2)
-			codes, outs := make([]int, 2), make([]string, 2)
-
-			var wg sync.WaitGroup
+			argv := make([][]string, 2)
 
 			for k := 1; k <= 2; k++ {
 				dirs[k-1] = filepath.Join(root, tc.name, fmt.Sprintf("shard-%d", k))
-
-				wg.Go(func() { codes[k-1], outs[k-1] = run(t, tc.shard(k, dirs[k-1])...) })
+				argv[k-1] = tc.shard(k, dirs[k-1])
 			}
 
-			wg.Wait()
+			codes, outs := runSideBySide(t, argv...)
 
 			for k, code := range codes {
 				if code != tc.code {
@@ -763,4 +760,22 @@ func TestShardedHuntAndCertifyMerge(t *testing.T) {
 			}
 		})
 	}
+}
+
+// runSideBySide runs talchaos once per argument list, all at once, as on
+// separate machines, and returns each run's exit code and output.
+func runSideBySide(t *testing.T, argv ...[]string) ([]int, []string) {
+	t.Helper()
+
+	codes, outs := make([]int, len(argv)), make([]string, len(argv))
+
+	var wg sync.WaitGroup
+
+	for i, args := range argv {
+		wg.Go(func() { codes[i], outs[i] = run(t, args...) })
+	}
+
+	wg.Wait()
+
+	return codes, outs
 }

@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/talchaos/talchaos/harness/shard"
@@ -66,17 +65,12 @@ func TestHuntAtATimeScale(t *testing.T) {
 		{"--shard", "2/2"},
 	}
 
-	codes, outs := make([]int, len(dirs)), make([]string, len(dirs))
-
-	var wg sync.WaitGroup
-
+	argv := make([][]string, len(dirs))
 	for i := range dirs {
-		wg.Go(func() {
-			codes[i], outs[i] = run(t, append([]string{"hunt", "invalid-config", "--seeds", "1-2", "--report-dir", dirs[i]}, args[i]...)...)
-		})
+		argv[i] = append([]string{"hunt", "invalid-config", "--seeds", "1-2", "--report-dir", dirs[i]}, args[i]...)
 	}
 
-	wg.Wait()
+	codes, outs := runSideBySide(t, argv...)
 
 	for i, code := range codes {
 		if code != exitPass {

@@ -25,11 +25,10 @@ import (
 type Proxy struct {
 	*toxiproxy.Proxy
 
-	server   *toxiproxy.ApiServer
-	upstream string
-	ln       net.Listener
-	cancel   context.CancelFunc
-	done     chan struct{}
+	server *toxiproxy.ApiServer
+	ln     net.Listener
+	cancel context.CancelFunc
+	done   chan struct{}
 
 	mu      sync.Mutex
 	conns   map[*net.TCPConn]struct{}
@@ -52,14 +51,13 @@ func StartProxy(server *toxiproxy.ApiServer, name, listen, upstream string) (*Pr
 
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Proxy{
-		Proxy:    toxiproxy.NewProxy(server, name, ln.Addr().String(), upstream),
-		server:   server,
-		upstream: upstream,
-		ln:       ln,
-		cancel:   cancel,
-		done:     make(chan struct{}),
-		conns:    map[*net.TCPConn]struct{}{},
-		pruneAt:  pruneMin,
+		Proxy:   toxiproxy.NewProxy(server, name, ln.Addr().String(), upstream),
+		server:  server,
+		ln:      ln,
+		cancel:  cancel,
+		done:    make(chan struct{}),
+		conns:   map[*net.TCPConn]struct{}{},
+		pruneAt: pruneMin,
 	}
 
 	go p.serve(ctx)
@@ -80,7 +78,7 @@ func (p *Proxy) serve(ctx context.Context) {
 
 		// As toxiproxy does: an upstream that cannot be reached closes the
 		// client's connection at once.
-		up, err := d.DialContext(ctx, "tcp", p.upstream)
+		up, err := d.DialContext(ctx, "tcp", p.Upstream)
 		if err != nil {
 			client.Close()
 
