@@ -25,6 +25,9 @@ type Hunt struct {
 	WallMs   int64     `json:"wallMs"`
 	Parallel int       `json:"parallel"`
 	Tool     string    `json:"tool,omitempty"`
+	// TimeScale is the hunt's --time-scale, every seed's (0: the scenario's
+	// own, which each seed's report records).
+	TimeScale float64 `json:"timeScale,omitempty"`
 	// Shard is set in the hunt.json of one shard (hunt or nightly --shard):
 	// which part of which run it holds. talchaos merge refuses shards of
 	// different runs or builds and combines the others.
@@ -118,6 +121,10 @@ func huntSuite(h *Hunt) junitTestSuite {
 		},
 	}
 
+	if h.TimeScale != 0 {
+		suite.Properties = append(suite.Properties, junitProperty{Name: "time-scale", Value: shard.ScaleText(h.TimeScale)})
+	}
+
 	for _, r := range h.Runs {
 		c := junitTestCase{
 			Classname: "talchaos.hunt." + h.Scenario,
@@ -155,6 +162,10 @@ func HuntSummary(h *Hunt) string {
 	fmt.Fprintf(&b, "Expectations held for **%d of %d** seeds: rate %.2f, Wilson 95 %% interval %.2f–%.2f. "+
 		"Time to the outcome p50 %s, p95 %s. %d at a time, %s wall.\n\n",
 		s.Passed, s.Runs, s.Rate, s.Low, s.High, Millis(s.P50Ms), Millis(s.P95Ms), h.Parallel, Millis(h.WallMs))
+
+	if h.TimeScale != 0 {
+		fmt.Fprintf(&b, "Every seed at time scale %s (`--time-scale`).\n\n", shard.ScaleText(h.TimeScale))
+	}
 
 	b.WriteString("| outcome | seeds | count | replay |\n|---|---|---|---|\n")
 

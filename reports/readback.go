@@ -102,8 +102,9 @@ var readOptions = strictjson.Options{Required: map[reflect.Type][]string{
 // parallelism below one, more than stats.MaxRuns runs, a run of an unknown
 // verdict, of a negative duration, of a seed given before or out of order,
 // or whose report directory is not a plain relative path; a summary that is
-// not the one its runs make (stats.Summarize); an unusable shard stamp, or
-// one whose run does not hunt this scenario.
+// not the one its runs make (stats.Summarize); a time scale out of range;
+// an unusable shard stamp, one whose run does not hunt this scenario or
+// whose time scale is not the hunt's.
 func (h *Hunt) Validate() []*strictjson.Error {
 	var p strictjson.Problems
 
@@ -121,11 +122,17 @@ func (h *Hunt) Validate() []*strictjson.Error {
 		p.Addf("parallel", "is %d: at least 1", h.Parallel)
 	}
 
+	shard.CheckTimeScale(&p, "timeScale", h.TimeScale)
+
 	if h.Shard != nil {
 		h.Shard.Check(&p, "shard")
 
 		if !slices.Contains(h.Shard.Scenarios, h.Scenario) {
 			p.Addf("shard.scenarios", "do not hold the hunt's scenario %s", strictjson.Quote(h.Scenario))
+		}
+
+		if h.Shard.TimeScale != h.TimeScale {
+			p.Addf("timeScale", "is %s, but the shard's (shard.timeScale) is %s", shard.ScaleText(h.TimeScale), shard.ScaleText(h.Shard.TimeScale))
 		}
 	}
 

@@ -142,6 +142,8 @@ func TestReadbackRefusesBadFiles(t *testing.T) {
 		{"stamp index", false, edit(hunt, `"index": 2`, `"index": 3`), `shard.index: is 3: want 1 to 2`},
 		{"stamp without seeds", false, edit(hunt, `"count": 2,`, `"count": 2, "seeds": [],`), `shard.seeds: written twice`},
 		{"negative wall", false, edit(hunt, `"wallMs": 1600`, `"wallMs": -1`), `wallMs: is -1`},
+		{"time scale out of range", false, edit(hunt, `"wallMs": 1600`, `"wallMs": 1600, "timeScale": 0.5`), `timeScale: is 0.5: want 1 to 10000`},
+		{"time scale not the shard's", false, edit(hunt, `"wallMs": 1600`, `"wallMs": 1600, "timeScale": 30`), `timeScale: is 30x, but the shard's (shard.timeScale) is each scenario's own`},
 
 		{"a hunt", true, func(*testing.T) []byte { return hunt }, `certify.json:2:13: schema: is "talchaos.hunt/v1": want talchaos.certify/v1`},
 		{"count edited", true, edit(cert, `"loud": 1`, `"loud": 2`), `scenarios[0].counts.loud: is 2, but 1 run(s) are loud`},

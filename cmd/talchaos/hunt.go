@@ -204,7 +204,7 @@ func huntOf(name string, tgt target.Target, runs []reports.HuntRun, started time
 
 	return &reports.Hunt{
 		Scenario: name, Target: tgt.Name(), Started: started, WallMs: wall.Milliseconds(),
-		Parallel: opts.parallel, Tool: buildinfo.Read().String(), Shard: opts.stamp, Summary: stats.Summarize(name, statRuns), Runs: runs,
+		Parallel: opts.parallel, Tool: buildinfo.Read().String(), TimeScale: opts.timeScale, Shard: opts.stamp, Summary: stats.Summarize(name, statRuns), Runs: runs,
 	}
 }
 

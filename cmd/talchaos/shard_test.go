@@ -261,6 +261,8 @@ func TestShardedNightlyMergesAsTheWorkflowDoes(t *testing.T) {
 			// Two runners share this machine: each shard runs one at a
 			// time, not its runner's four.
 			"inputs.parallel": "1",
+			// At the built-ins' own scale: the ledger the test compares with is.
+			"inputs.time_scale": "",
 		}
 
 		dir := runner(t, filepath.Join(root, fmt.Sprintf("runner-%d", k)))
@@ -283,6 +285,17 @@ func TestShardedNightlyMergesAsTheWorkflowDoes(t *testing.T) {
 	}
 
 	wg.Wait()
+
+	// The time-scale input reaches the command: one out of range is
+	// refused before anything runs.
+	scaled := expressions{
+		"matrix.shard": "1", "needs.build.outputs.shards": fmt.Sprint(shardCount),
+		"inputs.seeds || '1-20'": shardSeeds, "inputs.scenarios": shardScenarios, "inputs.parallel": "1",
+		"inputs.time_scale": "0.5",
+	}
+	if _, out, err := runStep(t, runner(t, filepath.Join(root, "runner-scaled")), shardStep, scaled); err == nil || !strings.Contains(out, "--time-scale") {
+		t.Errorf("the shard step with time scale 0.5: %v, want it refused:\n%s", err, out)
+	}
 
 	for i, f := range failures {
 		if f != "" {

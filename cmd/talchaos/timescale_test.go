@@ -83,8 +83,8 @@ func TestHuntAtATimeScale(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if h.Shard == nil || h.Shard.TimeScale != 30 || len(h.Runs) != 1 {
-		t.Fatalf("shard 1/2 at 30x: stamp %+v, %d run(s)", h.Shard, len(h.Runs))
+	if h.Shard == nil || h.Shard.TimeScale != 30 || h.TimeScale != 30 || len(h.Runs) != 1 {
+		t.Fatalf("shard 1/2 at 30x: stamp %+v, hunt at %g, %d run(s)", h.Shard, h.TimeScale, len(h.Runs))
 	}
 
 	r := readReport(t, filepath.Join(dirs[0], fmt.Sprintf("seed-%d", h.Runs[0].Seed), "report.json"))
@@ -98,6 +98,19 @@ func TestHuntAtATimeScale(t *testing.T) {
 	}
 
 	if code, text := run(t, "merge", "--out", filepath.Join(root, "merged"), dirs[0], dirs[1]); code != exitPass {
-		t.Errorf("merge of two shards at 30x: exit %d, want %d:\n%s", code, exitPass, text)
+		t.Fatalf("merge of two shards at 30x: exit %d, want %d:\n%s", code, exitPass, text)
+	}
+
+	merged, err := reports.ReadHunt(filepath.Join(root, "merged", reports.HuntJSONFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if merged.TimeScale != 30 || merged.Shard != nil {
+		t.Errorf("the merged hunt of two shards at 30x: at %g, stamp %+v", merged.TimeScale, merged.Shard)
+	}
+
+	if sum, err := os.ReadFile(filepath.Join(root, "merged", reports.HuntSummaryFile)); err != nil || !strings.Contains(string(sum), "time scale 30x") {
+		t.Errorf("the merged hunt's summary.md does not say its time scale (%v):\n%s", err, sum)
 	}
 }

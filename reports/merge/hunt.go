@@ -17,7 +17,7 @@ func (m *Merged) readHunts(dirs []string, out string) error {
 		return errorf("%s: shard.scenarios holds %d scenarios: a hunt's shards are of one", parts[0].file, len(stamp.Scenarios))
 	}
 
-	hp := &huntParts{scenario: stamp.Scenarios[0], tool: parts[0].tool}
+	hp := &huntParts{scenario: stamp.Scenarios[0], tool: parts[0].tool, timeScale: stamp.TimeScale}
 
 	for _, p := range parts {
 		if err := hp.add(p.file, p.dir, out, p.stamp.Plan(), hunts[p.dir]); err != nil {

@@ -332,6 +332,7 @@ func relative(from, dir, run string) string {
 // checked, each report pointed at from outDir), the target they share.
 type huntParts struct {
 	scenario, target, tool string
+	timeScale              float64
 	span                   span
 	parallel               int
 	runs                   []reports.HuntRun
@@ -386,6 +387,6 @@ func (hp *huntParts) hunt() *reports.Hunt {
 
 	return &reports.Hunt{
 		Scenario: hp.scenario, Target: hp.target, Started: hp.span.start, WallMs: hp.span.wallMs(), Parallel: max(hp.parallel, 1),
-		Tool: hp.tool, Summary: stats.Summarize(hp.scenario, runs), Runs: hp.runs,
+		Tool: hp.tool, TimeScale: hp.timeScale, Summary: stats.Summarize(hp.scenario, runs), Runs: hp.runs,
 	}
 }

@@ -64,7 +64,7 @@ func (m *Merged) readNight(dirs []string, out string) error {
 
 			hp := hunts[name]
 			if hp == nil {
-				hp = &huntParts{scenario: name, tool: p.tool}
+				hp = &huntParts{scenario: name, tool: p.tool, timeScale: stamp.TimeScale}
 				hunts[name] = hp
 			}
 
