@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"time"
 
 	"github.com/Shopify/toxiproxy/v2"
 	"github.com/Shopify/toxiproxy/v2/stream"
@@ -22,6 +23,11 @@ import (
 // member's peer transport did, in the sim's tests). Here every connection's
 // links have a name of their own, and Stop closes every connection the proxy
 // accepted or dialled, whatever its links did.
+//
+// Each connection dials its upstream on its own, where toxiproxy's loop
+// dials one after another: a real node that does not answer a TCP connect
+// (powered off) would otherwise hold every later connection to it, also
+// once it is back, until the kernel gave the first one up.
 type Proxy struct {
 	*toxiproxy.Proxy
 
@@ -29,6 +35,8 @@ type Proxy struct {
 	ln     net.Listener
 	cancel context.CancelFunc
 	done   chan struct{}
+	dials  sync.WaitGroup
+	dial   dialFunc
 
 	mu      sync.Mutex
 	conns   map[*net.TCPConn]struct{}
@@ -41,9 +49,26 @@ type Proxy struct {
 // closed ones to forget.
 const pruneMin = 64
 
+// dialTimeout bounds a dial of the upstream: gRPC's own connect timeout
+// (minConnectTimeout, 20 s), past which the client that waits on it has
+// given up.
+const dialTimeout = 20 * time.Second
+
 // StartProxy listens on listen (port 0: any; Listen then holds the address
 // taken) and relays every connection to upstream through toxiproxy's links.
 func StartProxy(server *toxiproxy.ApiServer, name, listen, upstream string) (*Proxy, error) {
+	d := &net.Dialer{Timeout: dialTimeout}
+
+	return startProxyDialing(server, name, listen, upstream, func(ctx context.Context, addr string) (net.Conn, error) {
+		return d.DialContext(ctx, "tcp", addr)
+	})
+}
+
+// dialFunc connects to a proxy's upstream.
+type dialFunc func(ctx context.Context, addr string) (net.Conn, error)
+
+// startProxyDialing is StartProxy connecting to the upstream with dial.
+func startProxyDialing(server *toxiproxy.ApiServer, name, listen, upstream string, dial dialFunc) (*Proxy, error) {
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return nil, err
@@ -51,6 +76,7 @@ func StartProxy(server *toxiproxy.ApiServer, name, listen, upstream string) (*Pr
 
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Proxy{
+		dial:    dial,
 		Proxy:   toxiproxy.NewProxy(server, name, ln.Addr().String(), upstream),
 		server:  server,
 		ln:      ln,
@@ -68,36 +94,41 @@ func StartProxy(server *toxiproxy.ApiServer, name, listen, upstream string) (*Pr
 func (p *Proxy) serve(ctx context.Context) {
 	defer close(p.done)
 
-	var d net.Dialer
-
 	for {
 		client, err := p.ln.Accept()
 		if err != nil {
+			p.dials.Wait()
+
 			return // Stop closed the listener
 		}
 
-		// As toxiproxy does: an upstream that cannot be reached closes the
-		// client's connection at once.
-		up, err := d.DialContext(ctx, "tcp", p.Upstream)
-		if err != nil {
-			client.Close()
-
-			continue
-		}
-
-		c, u := client.(*net.TCPConn), up.(*net.TCPConn)
-
-		name, ok := p.track(c, u)
-		if !ok {
-			c.Close()
-			u.Close()
-
-			return
-		}
-
-		p.Toxics.StartLink(p.server, name+"upstream", c, u, stream.Upstream)
-		p.Toxics.StartLink(p.server, name+"downstream", u, c, stream.Downstream)
+		p.dials.Go(func() { p.relay(ctx, client.(*net.TCPConn)) })
 	}
+}
+
+// relay dials the upstream for a client's connection and links the two.
+func (p *Proxy) relay(ctx context.Context, c *net.TCPConn) {
+	// As toxiproxy does: an upstream that cannot be reached closes the
+	// client's connection at once.
+	up, err := p.dial(ctx, p.Upstream)
+	if err != nil {
+		c.Close()
+
+		return
+	}
+
+	u := up.(*net.TCPConn)
+
+	name, ok := p.track(c, u)
+	if !ok {
+		c.Close()
+		u.Close()
+
+		return
+	}
+
+	p.Toxics.StartLink(p.server, name+"upstream", c, u, stream.Upstream)
+	p.Toxics.StartLink(p.server, name+"downstream", u, c, stream.Downstream)
 }
 
 // track keeps a new connection's two ends for Stop and names its links; it

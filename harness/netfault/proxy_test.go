@@ -1,12 +1,18 @@
 package netfault
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/Shopify/toxiproxy/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
 )
 
 // echoOnce writes b through conn and reads it back.
@@ -129,5 +135,62 @@ func TestProxyForgetsClosedConnections(t *testing.T) {
 	// Two ends a connection; without forgetting closed ones it would keep 600.
 	if kept > n*2/3 {
 		t.Errorf("the proxy keeps %d connection ends after %d connections came and went", kept, n)
+	}
+}
+
+// A connection whose upstream does not answer (a powered-off node) holds no
+// other connection back, and Stop ends its dial and closes it.
+func TestProxyDialsEachConnectionOnItsOwn(t *testing.T) {
+	upstream := startEcho(t, nil)
+	srv := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop())
+
+	var (
+		calls   atomic.Int32
+		hanging = make(chan struct{})
+	)
+
+	proxy, err := startProxyDialing(srv, t.Name(), "127.0.0.1:0", upstream, func(ctx context.Context, addr string) (net.Conn, error) {
+		if calls.Add(1) == 1 {
+			close(hanging)
+			<-ctx.Done() // the first dial is never answered
+
+			return nil, ctx.Err()
+		}
+
+		var d net.Dialer
+
+		return d.DialContext(ctx, "tcp", addr)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Cleanup(proxy.Stop)
+
+	first, err := net.DialTimeout("tcp", proxy.Listen, 3*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Cleanup(func() { _ = first.Close() })
+
+	select {
+	case <-hanging:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the proxy did not dial for the first connection")
+	}
+
+	second, err := net.DialTimeout("tcp", proxy.Listen, 3*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Cleanup(func() { _ = second.Close() })
+	echoOnce(t, second, "relayed while the first connection's dial waits")
+
+	proxy.Stop()
+
+	if !ended(t, first) {
+		t.Error("the connection whose dial was pending is still open after Stop")
 	}
 }
