@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/talchaos/talchaos/harness"
-	"github.com/talchaos/talchaos/harness/chaos"
 	"github.com/talchaos/talchaos/harness/result"
 	"github.com/talchaos/talchaos/scenarios"
 	"github.com/talchaos/talchaos/sim"
@@ -15,12 +14,7 @@ import (
 // plane from maintenance through the resilient orchestrator on the sim target:
 // the "seconds, not 5–40 minutes" promise.
 func BenchmarkHappyPath(b *testing.B) {
-	data, file, err := scenarios.Read("happy-path")
-	if err != nil {
-		b.Fatal(err)
-	}
-
-	sc, err := chaos.Parse(file, data)
+	sc, err := scenarios.Load("happy-path")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -8,6 +8,9 @@ import (
 	"path"
 	"sort"
 	"strings"
+
+	"github.com/talchaos/talchaos/harness/chaos"
+	"github.com/talchaos/talchaos/harness/scenario"
 )
 
 //go:embed *.yaml
@@ -39,4 +42,14 @@ func Read(name string) ([]byte, string, error) {
 	data, err := fs.ReadFile(files, file)
 
 	return data, "scenarios/" + file, err
+}
+
+// Load is a built-in scenario by name, parsed and validated.
+func Load(name string) (*scenario.Scenario, error) {
+	data, file, err := Read(name)
+	if err != nil {
+		return nil, err
+	}
+
+	return chaos.Parse(file, data)
 }

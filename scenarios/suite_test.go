@@ -26,6 +26,7 @@ import (
 	"github.com/talchaos/talchaos/harness/result"
 	"github.com/talchaos/talchaos/harness/result/secretscan"
 	"github.com/talchaos/talchaos/harness/scenario"
+	"github.com/talchaos/talchaos/harness/syncbuf"
 	"github.com/talchaos/talchaos/harness/target"
 	"github.com/talchaos/talchaos/reports"
 	"github.com/talchaos/talchaos/scenarios"
@@ -77,10 +78,7 @@ func TestScenarios(t *testing.T) {
 var _ = Describe("built-in scenario", func() {
 	for _, name := range scenarios.Names() {
 		It(name, append(heavy(name), func(ctx SpecContext) {
-			data, file, err := scenarios.Read(name)
-			Expect(err).NotTo(HaveOccurred())
-
-			sc, err := chaos.Parse(file, data)
+			sc, err := scenarios.Load(name)
 			Expect(err).NotTo(HaveOccurred())
 
 			skipWithoutKubernetes(sc)
@@ -108,10 +106,7 @@ var _ = Describe("built-in scenario rejudged", Label("seeds"), func() {
 	for _, name := range scenarios.Names() {
 		for _, seed := range []int64{2, 3} {
 			It(fmt.Sprintf("%s seed %d", name, seed), func(ctx SpecContext) {
-				data, file, err := scenarios.Read(name)
-				Expect(err).NotTo(HaveOccurred())
-
-				sc, err := chaos.Parse(file, data)
+				sc, err := scenarios.Load(name)
 				Expect(err).NotTo(HaveOccurred())
 
 				skipWithoutKubernetes(sc)
@@ -205,7 +200,7 @@ type recordedRun struct {
 func runRecorded(ctx context.Context, sc *scenario.Scenario, seed int64) *recordedRun {
 	rec := &recordingTarget{}
 
-	var progress syncBuffer
+	var progress syncbuf.Buffer
 
 	res, err := harness.Run(ctx, sc, harness.Options{Target: rec, Seed: seed, OnEvent: reports.Progress(&progress, true)})
 
@@ -357,26 +352,6 @@ func (t *recordingTarget) recorded() []*sim.Cluster {
 	defer t.mu.Unlock()
 
 	return slices.Clone(t.clusters)
-}
-
-// syncBuffer is written by the event log's sinks and read after the run.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-
-	return s.b.String()
 }
 
 // explain lists the failed checks, the diagnoses and the last events.

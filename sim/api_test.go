@@ -47,13 +47,7 @@ func applyAndBootstrap(t *testing.T, ctx context.Context, c *sim.Cluster, endpoi
 		apply(t, ctx, n)
 	}
 
-	cl, err := talosclient.WithConfig(ctx, c.Talosconfig(), endpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	t.Cleanup(func() { cl.Close() }) //nolint:errcheck
-
+	cl := secureAt(t, ctx, c, endpoint)
 	eventually(t, 30*time.Second, func() error { return cl.Bootstrap(ctx, &machine.BootstrapRequest{}) })
 
 	return cl
@@ -140,11 +134,7 @@ func TestMaintenanceThenMutualTLS(t *testing.T) {
 	}
 
 	// A talosconfig client does not trust the maintenance certificate.
-	sc, err := talosclient.WithConfig(ctx, c.Talosconfig(), n.Endpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sc.Close() //nolint:errcheck
+	sc := secureAt(t, ctx, c, n.Endpoint)
 
 	if _, err = sc.Version(ctx); err == nil || !strings.Contains(err.Error(), "certificate signed by unknown authority") {
 		t.Fatalf("talosconfig against maintenance: %v", err)
@@ -346,11 +336,7 @@ func TestCloseFreesPortsAndTempDir(t *testing.T) {
 	apply(t, ctx, n)
 
 	// Bootstrap so that etcd's own listeners are up too.
-	cl, err := talosclient.WithConfig(ctx, c.Talosconfig(), n.Endpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close() //nolint:errcheck
+	cl := secureAt(t, ctx, c, n.Endpoint)
 
 	eventually(t, 30*time.Second, func() error { return cl.Bootstrap(ctx, &machine.BootstrapRequest{}) })
 	eventually(t, 30*time.Second, func() error {

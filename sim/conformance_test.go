@@ -44,16 +44,7 @@ func TestConformanceOfEtcdAndMaintenanceRPCs(t *testing.T) {
 		apply(t, ctx, nodes[n])
 	}
 
-	secure := func(i int) *client.Client {
-		cl, err := talosclient.WithConfig(ctx, c.Talosconfig(), nodes[i].Endpoint)
-		if err != nil {
-			t.Fatal(err)
-		}
-
-		t.Cleanup(func() { cl.Close() }) //nolint:errcheck
-
-		return cl
-	}
+	secure := func(i int) *client.Client { return secureAt(t, ctx, c, nodes[i].Endpoint) }
 
 	c1, c2, cw := secure(0), secure(1), secure(2)
 
@@ -449,11 +440,7 @@ func TestBootTimeoutReboots(t *testing.T) {
 	})
 
 	// It comes back and waits to join again (its data directory is empty).
-	cl, err := talosclient.WithConfig(ctx, c.Talosconfig(), n.Endpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close() //nolint:errcheck
+	cl := secureAt(t, ctx, c, n.Endpoint)
 
 	eventually(t, time.Minute, func() error {
 		lines := strings.Join(c.Node(n.Name).Log("machined").Lines(), "\n")
@@ -482,11 +469,7 @@ func TestGracefulResetLeavesEtcdOrAborts(t *testing.T) {
 
 	apply(t, ctx, cp1)
 
-	c1, err := talosclient.WithConfig(ctx, c.Talosconfig(), cp1.Endpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c1.Close() //nolint:errcheck
+	c1 := secureAt(t, ctx, c, cp1.Endpoint)
 
 	eventually(t, 30*time.Second, func() error { return c1.Bootstrap(ctx, &machine.BootstrapRequest{}) })
 	eventually(t, 30*time.Second, func() error { return etcdHealthy(ctx, c1, true) })
@@ -515,11 +498,7 @@ func TestGracefulResetLeavesEtcdOrAborts(t *testing.T) {
 	apply(t, ctx, cp2)
 	waitVoters(t, ctx, c1, 2)
 
-	c2, err := talosclient.WithConfig(ctx, c.Talosconfig(), cp2.Endpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c2.Close() //nolint:errcheck
+	c2 := secureAt(t, ctx, c, cp2.Endpoint)
 
 	// etcd refuses to remove a member it has not seen connected for 5 s
 	// ("unhealthy cluster"): LeaveCluster retries that.
@@ -550,12 +529,7 @@ func configuredNode(t *testing.T, ctx context.Context) (target.Node, *client.Cli
 	n := c.Nodes()[0]
 	apply(t, ctx, n)
 
-	cl, err := talosclient.WithConfig(ctx, c.Talosconfig(), n.Endpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	t.Cleanup(func() { cl.Close() }) //nolint:errcheck
+	cl := secureAt(t, ctx, c, n.Endpoint)
 
 	eventually(t, 30*time.Second, func() error { _, err := cl.Version(ctx); return err })
 

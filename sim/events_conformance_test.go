@@ -14,7 +14,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/talchaos/talchaos/harness/talosclient"
 	"github.com/talchaos/talchaos/sim/simtest"
 )
 
@@ -32,11 +31,7 @@ func TestConformanceOfServiceEventsAndStatus(t *testing.T) {
 	n := c.Nodes()[0]
 	apply(t, ctx, n)
 
-	sec, err := talosclient.WithConfig(ctx, c.Talosconfig(), n.Endpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sec.Close() //nolint:errcheck
+	sec := secureAt(t, ctx, c, n.Endpoint)
 
 	// Bootstrap before CRI is up (v1alpha1_server.go Bootstrap,
 	// v1alpha1_runtime.go IsBootstrapAllowed): the services wait for "cri"

@@ -31,21 +31,25 @@ func formed(t *testing.T, ctx context.Context, n int) *sim.Cluster {
 	c := simtest.FromScenario(t, newScenario(n), 1)
 	nodes := c.Nodes()
 
-	for _, node := range nodes {
-		apply(t, ctx, node)
-	}
-
-	cl := secure(t, ctx, c, nodes[0])
-	eventually(t, 30*time.Second, func() error { return cl.Bootstrap(ctx, &machine.BootstrapRequest{}) })
+	cl := applyAndBootstrap(t, ctx, c, nodes[0].Endpoint)
 	waitVoters(t, ctx, cl, n)
 
 	return c
 }
 
+// secure is a client of the cluster's talosconfig, of node n.
 func secure(t *testing.T, ctx context.Context, c *sim.Cluster, n target.Node) *client.Client {
 	t.Helper()
 
-	cl, err := talosclient.WithConfig(ctx, c.Talosconfig(), n.Endpoint)
+	return secureAt(t, ctx, c, n.Endpoint)
+}
+
+// secureAt is a client of the cluster's talosconfig at endpoint, closed when
+// the test ends.
+func secureAt(t *testing.T, ctx context.Context, c *sim.Cluster, endpoint string) *client.Client {
+	t.Helper()
+
+	cl, err := talosclient.WithConfig(ctx, c.Talosconfig(), endpoint)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/cosi-project/runtime/pkg/safe"
-	"github.com/siderolabs/talos/pkg/machinery/api/machine"
 	"github.com/siderolabs/talos/pkg/machinery/resources/k8s"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,12 +42,7 @@ func bootstrapKubernetes(t *testing.T, ctx context.Context, sc *scenario.Scenari
 	c := simtest.FromScenario(t, sc, 1)
 	nodes := c.Nodes()
 
-	for _, n := range nodes {
-		apply(t, ctx, n)
-	}
-
-	cl := secure(t, ctx, c, nodes[0])
-	eventually(t, 30*time.Second, func() error { return cl.Bootstrap(ctx, &machine.BootstrapRequest{}) })
+	cl := applyAndBootstrap(t, ctx, c, nodes[0].Endpoint)
 
 	var kubeconfig []byte
 

@@ -57,12 +57,7 @@ func TestKubeconfig(t *testing.T) {
 	}
 
 	client := func(n target.Node) func() ([]byte, error) {
-		cl, err := talosclient.WithConfig(ctx, c.Talosconfig(), n.Endpoint)
-		if err != nil {
-			t.Fatal(err)
-		}
-
-		t.Cleanup(func() { cl.Close() }) //nolint:errcheck
+		cl := secureAt(t, ctx, c, n.Endpoint)
 
 		eventually(t, 30*time.Second, func() error { _, err := cl.Version(ctx); return err })
 

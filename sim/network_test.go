@@ -70,11 +70,7 @@ func TestOperatorsAddressesFormTheCluster(t *testing.T) {
 	}
 
 	// cp1 through its IPv4 address: the certificate names it too.
-	cl, err := talosclient.WithConfig(ctx, c.Talosconfig(), "10.101.0.11:50000")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close() //nolint:errcheck
+	cl := secureAt(t, ctx, c, "10.101.0.11:50000")
 
 	eventually(t, 30*time.Second, func() error { return cl.Bootstrap(ctx, &machine.BootstrapRequest{}) })
 

@@ -187,12 +187,7 @@ func TestReadOnlySurfaceConfigured(t *testing.T) {
 	nodes := c.Nodes()
 	cp1, cp2, w1 := nodes[0], nodes[1], nodes[2]
 
-	for _, n := range nodes {
-		apply(t, ctx, n)
-	}
-
-	cl := secure(t, ctx, c, cp1)
-	eventually(t, 30*time.Second, func() error { return cl.Bootstrap(ctx, &machine.BootstrapRequest{}) })
+	cl := applyAndBootstrap(t, ctx, c, cp1.Endpoint)
 	waitVoters(t, ctx, cl, 2)
 
 	on := func(ip string) context.Context { return client.WithNode(ctx, ip) }

@@ -14,6 +14,7 @@ import (
 	"github.com/siderolabs/talos/pkg/machinery/api/common"
 	"github.com/siderolabs/talos/pkg/machinery/client"
 	"github.com/siderolabs/talos/pkg/machinery/resources/runtime"
+
 	"github.com/talchaos/talchaos/sim/simtest"
 )
 

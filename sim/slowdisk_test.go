@@ -79,12 +79,7 @@ func TestSlowDisk(t *testing.T) {
 	c := simtest.FromScenario(t, sc, 1)
 	nodes := c.Nodes()
 
-	for _, n := range nodes {
-		apply(t, ctx, n)
-	}
-
-	cl := secure(t, ctx, c, nodes[0])
-	eventually(t, 30*time.Second, func() error { return cl.Bootstrap(ctx, &machine.BootstrapRequest{}) })
+	cl := applyAndBootstrap(t, ctx, c, nodes[0].Endpoint)
 	waitVoters(t, ctx, cl, 3)
 
 	// Without the fault: writes, real fsyncs, no warning.
@@ -258,12 +253,7 @@ func TestSlowDiskLearner(t *testing.T) {
 
 	inject(t, ctx, c, slow)
 
-	for _, n := range nodes {
-		apply(t, ctx, n)
-	}
-
-	cl := secure(t, ctx, c, nodes[0])
-	eventually(t, 30*time.Second, func() error { return cl.Bootstrap(ctx, &machine.BootstrapRequest{}) })
+	cl := applyAndBootstrap(t, ctx, c, nodes[0].Endpoint)
 
 	eventually(t, time.Minute, func() error {
 		if len(etcdLines(c, "cp2", slowFdatasync)) == 0 {

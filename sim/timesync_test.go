@@ -204,12 +204,7 @@ func TestClockOffset(t *testing.T) {
 			nodes := c.Nodes()
 			inject(t, ctx, c, tc.offset)
 
-			for _, n := range nodes {
-				apply(t, ctx, n)
-			}
-
-			cl1 := secure(t, ctx, c, nodes[0])
-			eventually(t, 30*time.Second, func() error { return cl1.Bootstrap(ctx, &machine.BootstrapRequest{}) })
+			applyAndBootstrap(t, ctx, c, nodes[0].Endpoint)
 
 			cl2 := secure(t, ctx, c, nodes[1])
 			eventually(t, 30*time.Second, func() error {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/talchaos/talchaos/harness/scenario"
 	"github.com/talchaos/talchaos/harness/secretbundle"
+	"github.com/talchaos/talchaos/harness/syncbuf"
 	"github.com/talchaos/talchaos/harness/talosclient"
 	"github.com/talchaos/talchaos/harness/target"
 	"github.com/talchaos/talchaos/sim"
@@ -78,7 +79,7 @@ func bootstrapOn(t *testing.T, ctx context.Context, c *sim.Cluster, n target.Nod
 
 // doctorRun runs the CLI as main does, output captured (see run).
 func doctorRun(args ...string) (int, string) {
-	var out syncBuffer
+	var out syncbuf.Buffer
 
 	code := execute(context.Background(), args, &out, &out)
 

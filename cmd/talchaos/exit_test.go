@@ -15,7 +15,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -26,6 +25,7 @@ import (
 	"github.com/talchaos/talchaos/harness/result"
 	"github.com/talchaos/talchaos/harness/scratch"
 	"github.com/talchaos/talchaos/harness/secretbundle"
+	"github.com/talchaos/talchaos/harness/syncbuf"
 	"github.com/talchaos/talchaos/sim"
 )
 
@@ -473,33 +473,14 @@ expect:
 // may close), its stderr a buffer.
 type cliProcess struct {
 	cmd    *exec.Cmd
-	stdout *lockedBuffer
-	stderr *lockedBuffer
+	stdout *syncbuf.Buffer
+	stderr *syncbuf.Buffer
 	outR   *os.File
 	lines  chan string
 	done   chan struct{}
 	// drained is closed once the reader has read stdout to its end.
 	drained chan struct{}
 	code    int
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-
-	return l.b.String()
 }
 
 func startCLI(t *testing.T, bin, tmp string, args ...string) *cliProcess {
@@ -512,8 +493,8 @@ func startCLI(t *testing.T, bin, tmp string, args ...string) *cliProcess {
 
 	p := &cliProcess{
 		cmd:     exec.Command(bin, args...),
-		stdout:  &lockedBuffer{},
-		stderr:  &lockedBuffer{},
+		stdout:  &syncbuf.Buffer{},
+		stderr:  &syncbuf.Buffer{},
 		outR:    outR,
 		lines:   make(chan string, 1<<16),
 		done:    make(chan struct{}),

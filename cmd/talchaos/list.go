@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/talchaos/talchaos/harness/chaos"
 	"github.com/talchaos/talchaos/harness/judge"
 	"github.com/talchaos/talchaos/harness/scenario"
 	"github.com/talchaos/talchaos/scenarios"
@@ -35,7 +34,7 @@ func newListCmd() *cobra.Command {
 			nameWidth := len("NAME")
 
 			for _, name := range scenarios.Names() {
-				sc, err := builtin(name)
+				sc, err := scenarios.Load(name)
 				if err != nil {
 					return &exitError{code: exitHarness, err: err}
 				}
@@ -125,15 +124,6 @@ func newShowCmd() *cobra.Command {
 			return err
 		},
 	}
-}
-
-func builtin(name string) (*scenario.Scenario, error) {
-	data, file, err := scenarios.Read(name)
-	if err != nil {
-		return nil, err
-	}
-
-	return chaos.Parse(file, data)
 }
 
 // firstSentence is the first sentence of s on one line, cut to width.

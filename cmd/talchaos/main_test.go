@@ -13,6 +13,7 @@ import (
 
 	"github.com/talchaos/talchaos/harness/judge"
 	"github.com/talchaos/talchaos/harness/result"
+	"github.com/talchaos/talchaos/harness/syncbuf"
 	"github.com/talchaos/talchaos/scenarios"
 	"github.com/talchaos/talchaos/sim/kubecp"
 )
@@ -164,7 +165,7 @@ func TestABuiltInIsNotShadowedByALocalPath(t *testing.T) {
 func run(t *testing.T, args ...string) (int, string) {
 	t.Helper()
 
-	var out syncBuffer
+	var out syncbuf.Buffer
 
 	code := execute(context.Background(), args, &out, &out)
 

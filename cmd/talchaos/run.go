@@ -107,7 +107,7 @@ func loadScenarioAt(arg string, scale float64) (*scenario.Scenario, error) {
 // must not shadow it (./NAME is the file).
 func loadScenario(arg string) (*scenario.Scenario, error) {
 	if isBuiltin(arg) {
-		return builtin(arg)
+		return scenarios.Load(arg)
 	}
 
 	if _, err := os.Stat(arg); err == nil {

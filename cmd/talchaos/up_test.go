@@ -1,39 +1,19 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
 	"os"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	clientconfig "github.com/siderolabs/talos/pkg/machinery/client/config"
+
+	"github.com/talchaos/talchaos/harness/syncbuf"
 )
-
-// syncBuffer lets the test read what the command writes from another goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-
-	return s.b.String()
-}
 
 // `talchaos up` prints the endpoints and the talosconfig within seconds, and
 // Ctrl-C leaves no listener and no temp dir behind.
@@ -41,7 +21,7 @@ func TestUpStartsAndCleansUp(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	var out syncBuffer
+	var out syncbuf.Buffer
 
 	root := newRoot()
 	root.SetArgs([]string{"up", "--time-scale", "60"})
@@ -120,7 +100,7 @@ func startUpCmd(t *testing.T, args ...string) (string, func()) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 
-	var out syncBuffer
+	var out syncbuf.Buffer
 
 	done := make(chan int, 1)
 

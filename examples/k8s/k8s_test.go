@@ -17,7 +17,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/talchaos/talchaos/harness/chaos"
 	"github.com/talchaos/talchaos/harness/shard"
 	"github.com/talchaos/talchaos/scenarios"
 )
@@ -191,12 +190,7 @@ func checkScenarios(t *testing.T, args []string) {
 	var want []string
 
 	for _, name := range scenarios.Names() {
-		data, file, err := scenarios.Read(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-
-		sc, err := chaos.Parse(file, data)
+		sc, err := scenarios.Load(name)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/talchaos/talchaos/harness"
-	"github.com/talchaos/talchaos/harness/chaos"
 	"github.com/talchaos/talchaos/harness/result"
 	"github.com/talchaos/talchaos/harness/scenario"
 	"github.com/talchaos/talchaos/harness/target"
@@ -18,12 +17,7 @@ import (
 // the verdict (images built, containers started and removed included) and
 // each node's memory once the cluster has formed.
 func BenchmarkHappyPath(b *testing.B) {
-	data, file, err := scenarios.Read("happy-path")
-	if err != nil {
-		b.Fatal(err)
-	}
-
-	sc, err := chaos.Parse(file, data)
+	sc, err := scenarios.Load("happy-path")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"debug/elf"
 	"flag"
 	"fmt"
-	"github.com/moby/moby/api/types/network"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -15,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/moby/moby/api/types/network"
 
 	"github.com/moby/moby/client"
 	"github.com/testcontainers/testcontainers-go"
@@ -149,6 +150,18 @@ func parse(t *testing.T, name string, data []byte) *scenario.Scenario {
 	return sc
 }
 
+// builtin is a built-in scenario, parsed.
+func builtin(t *testing.T, name string) *scenario.Scenario {
+	t.Helper()
+
+	sc, err := scenarios.Load(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	return sc
+}
+
 // runOn runs the scenario on the container target and checks that it left
 // nothing behind.
 func runOn(t *testing.T, d *testcontainers.DockerClient, sc *scenario.Scenario) *result.Result {
@@ -197,12 +210,7 @@ func TestBuiltinsAsOnSim(t *testing.T) {
 	var runnable []string
 
 	for _, name := range scenarios.Names() {
-		data, file, err := scenarios.Read(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-
-		sc := parse(t, file, data)
+		sc := builtin(t, name)
 
 		// The container target takes the Kubernetes built-ins when the
 		// binaries are built; TestKubernetesHappyPath runs the one it can
@@ -251,17 +259,12 @@ func TestBuiltinsAsOnSim(t *testing.T) {
 				t.Skip("a long built-in: make test-long runs it (-all-builtins)")
 			}
 
-			data, file, err := scenarios.Read(name)
+			onSim, err := harness.Run(context.Background(), builtin(t, name), harness.Options{Target: sim.Target{}, Seed: 1})
 			if err != nil {
 				t.Fatal(err)
 			}
 
-			onSim, err := harness.Run(context.Background(), parse(t, file, data), harness.Options{Target: sim.Target{}, Seed: 1})
-			if err != nil {
-				t.Fatal(err)
-			}
-
-			res := runOn(t, d, parse(t, file, data))
+			res := runOn(t, d, builtin(t, name))
 
 			if res.Verdict != result.Pass {
 				t.Errorf("%s on containers: %s, diagnoses %v\n%s", name, res.Verdict, diagnosisCodes(res), reports.Summary(res))
@@ -276,7 +279,7 @@ func TestBuiltinsAsOnSim(t *testing.T) {
 				diagnosed[dg.Code] = true
 			}
 
-			sc := parse(t, file, data)
+			sc := builtin(t, name)
 			for _, want := range sc.Expect.Diagnoses {
 				if !diagnosed[want.Code] {
 					t.Errorf("%s on containers lacks the diagnosis %s the sim gives", name, want.Code)
@@ -549,12 +552,7 @@ func TestInstalledBinary(t *testing.T) {
 func TestOperatorsAddressesOnContainers(t *testing.T) {
 	d := docker(t)
 
-	data, file, err := scenarios.Read("happy-path-ipv6")
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	sc := parse(t, file, data)
+	sc := builtin(t, "happy-path-ipv6")
 
 	// Without IPv6 in Docker there is nothing to run on.
 	probe, err := tcnetwork.New(context.Background(), tcnetwork.WithEnableIPv6(), tcnetwork.WithLabels(map[string]string{container.LabelRun: "ipv6-probe"}),
@@ -601,12 +599,7 @@ func TestKubernetesHappyPath(t *testing.T) {
 
 	d := docker(t)
 
-	data, file, err := scenarios.Read("happy-path-kubernetes")
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	sc := parse(t, file, data)
+	sc := builtin(t, "happy-path-kubernetes")
 	res := runOn(t, d, sc)
 
 	if res.Verdict != result.Pass {

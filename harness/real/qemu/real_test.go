@@ -1,40 +1,20 @@
 package qemu
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/talchaos/talchaos/harness/syncbuf"
 )
-
-// syncBuffer collects a process's stderr for failure messages.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-
-	return b.b.String()
-}
 
 // startQEMU starts a guestless QEMU, paused (-S), with a user netdev net0 and
 // a QMP socket, and returns the socket and a channel that yields the process's
 // exit. The process is killed at cleanup if still running.
-func startQEMU(t *testing.T) (string, <-chan error, *syncBuffer) {
+func startQEMU(t *testing.T) (string, <-chan error, *syncbuf.Buffer) {
 	t.Helper()
 
 	bin, err := exec.LookPath("qemu-system-x86_64")
@@ -43,7 +23,7 @@ func startQEMU(t *testing.T) (string, <-chan error, *syncBuffer) {
 	}
 
 	sock := socketPath(t)
-	stderr := &syncBuffer{}
+	stderr := &syncbuf.Buffer{}
 
 	cmd := exec.Command(bin,
 		"-machine", "none", "-display", "none", "-nodefaults",
@@ -74,7 +54,7 @@ func startQEMU(t *testing.T) (string, <-chan error, *syncBuffer) {
 }
 
 // openQEMU opens the socket as soon as QEMU serves it.
-func openQEMU(t *testing.T, sock, nic string, stderr *syncBuffer) *Machine {
+func openQEMU(t *testing.T, sock, nic string, stderr *syncbuf.Buffer) *Machine {
 	t.Helper()
 
 	deadline := time.Now().Add(5 * time.Second)
