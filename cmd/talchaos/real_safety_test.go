@@ -20,12 +20,10 @@ import (
 func startUpCluster(t *testing.T, from string, scale float64) (*sim.Cluster, string) {
 	t.Helper()
 
-	sc, err := upScenario(upOptions{from: from})
+	sc, err := upScenario(upOptions{from: from, fromScale: scale})
 	if err != nil {
 		t.Fatal(err)
 	}
-
-	sc.TimeScale = scale
 
 	return startUp(t, sc)
 }

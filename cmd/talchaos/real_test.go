@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/talchaos/talchaos/harness/result/secretscan"
-	"github.com/talchaos/talchaos/scenarios"
 	"github.com/talchaos/talchaos/sim"
 )
 
@@ -29,31 +28,20 @@ func TestRealTargetMatchesSim(t *testing.T) {
 			// 10 Talos minutes are 10 s at 60x) with room for a loaded
 			// machine, where a node in this process's cluster once took
 			// longer than that to start its etcd.
-			data, _, err := scenarios.Read(name)
-			if err != nil {
-				t.Fatal(err)
-			}
+			const scale = "20"
 
-			if !strings.Contains(string(data), "\ntimeScale: 60\n") {
-				t.Fatalf("%s is no longer at time scale 60", name)
-			}
-
-			file := filepath.Join(dir, name+".yaml")
-			if err := os.WriteFile(file, []byte(strings.Replace(string(data), "\ntimeScale: 60\n", "\ntimeScale: 20\n", 1)), 0o600); err != nil {
-				t.Fatal(err)
-			}
-
-			code, out := run(t, "run", file, "--report-dir", filepath.Join(dir, "sim"))
+			code, out := run(t, "run", name, "--time-scale", scale, "--report-dir", filepath.Join(dir, "sim"))
 			simRes := readReport(t, filepath.Join(dir, "sim", "report.json"))
 
-			if code != exitPass {
-				t.Fatalf("sim run exit %d:\n%s", code, out)
+			if code != exitPass || simRes.ScenarioTimeScale != 20 {
+				t.Fatalf("sim run exit %d at %gx:\n%s", code, simRes.ScenarioTimeScale, out)
 			}
 
 			simOut := out
 
-			// A cluster shaped like the scenario's, as `talchaos up --from` makes it.
-			sc, err := upScenario(upOptions{from: file})
+			// A cluster shaped like the scenario's, as `talchaos up --from NAME
+			// --time-scale 20` makes it.
+			sc, err := upScenario(upOptions{from: name, fromScale: 20})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -73,7 +61,7 @@ func TestRealTargetMatchesSim(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			code, out = run(t, "run", file, "--target", "real", "--inventory", filepath.Join(upDir, "inventory.yaml"),
+			code, out = run(t, "run", name, "--time-scale", scale, "--target", "real", "--inventory", filepath.Join(upDir, "inventory.yaml"),
 				"--allow-destructive", "--report-dir", filepath.Join(dir, "real"))
 			realRes := readReport(t, filepath.Join(dir, "real", "report.json"))
 

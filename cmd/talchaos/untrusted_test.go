@@ -39,6 +39,8 @@ func TestHostileFlagsExitTwo(t *testing.T) {
 		{[]string{"up", "--target", "bogus"}, `unknown target "bogus"`},
 		{[]string{"up", "--target", "container", "--cidr", "127.0.9.0/24"}, "--cidr is for --target=sim"},
 		{[]string{"up", "--from", "happy-path", "--control-planes", "5"}, "--control-planes"},
+		{[]string{"up", "--from", "happy-path", "--time-scale", "0.5"}, "--time-scale: must be between 1 and 10000, got 0.5"},
+		{[]string{"up", "--from", "happy-path", "--time-scale", "NaN"}, "--time-scale: must be between 1 and 10000, got NaN"},
 		{[]string{"nightly", "--scenario", ""}, "--scenario: no scenario named"},
 		{[]string{"nightly", "--scenario", "happy-path,happy-path"}, `--scenario "happy-path": named twice`},
 		{[]string{"nightly", "--scenario", "\x1b[31mred"}, `--scenario "\x1b[31mred": no such built-in scenario`},

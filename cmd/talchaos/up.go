@@ -40,12 +40,15 @@ type upOptions struct {
 	workers       int
 	talos         string
 	timeScale     float64
-	bootstrap     bool
-	seed          int64
-	cidr          string
-	target        string
-	kubernetes    bool
-	faults        []string
+	// fromScale is --time-scale given with --from: the scenario's cluster
+	// at that scale (0: at its own).
+	fromScale  float64
+	bootstrap  bool
+	seed       int64
+	cidr       string
+	target     string
+	kubernetes bool
+	faults     []string
 }
 
 func newUpCmd() *cobra.Command {
@@ -80,12 +83,12 @@ refuses to start).`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runUp(cmd, opts) },
 	}
 
-	cmd.Flags().StringVar(&opts.from, "from", "", "take the cluster (nodes, Talos profile, time scale) from this scenario, file or built-in name")
+	cmd.Flags().StringVar(&opts.from, "from", "", "take the cluster (nodes, Talos profile, time scale unless --time-scale) from this scenario, file or built-in name")
 	cmd.Flags().StringVar(&opts.dir, "dir", "", "directory for talosconfig, machine configs and inventory; removed on exit if up creates it, else only those files are (default: a new temp dir)")
 	cmd.Flags().IntVar(&opts.controlPlanes, "control-planes", 3, "number of control-plane nodes")
 	cmd.Flags().IntVar(&opts.workers, "workers", 0, "number of worker nodes")
 	cmd.Flags().StringVar(&opts.talos, "talos", scenario.DefaultProfile, "Talos behaviour profile: "+strings.Join(scenario.Profiles, ", "))
-	cmd.Flags().Float64Var(&opts.timeScale, "time-scale", 1, "divide Talos timers by this (1: real Talos timing)")
+	cmd.Flags().Float64Var(&opts.timeScale, "time-scale", 1, "divide Talos timers by this (1: real Talos timing); with --from, instead of the scenario's timeScale")
 	cmd.Flags().BoolVar(&opts.bootstrap, "bootstrap", false, "apply the configs and bootstrap etcd (like talosctl cluster create)")
 	cmd.Flags().Int64Var(&opts.seed, "seed", 1, "seed for the simulated nodes' random choices")
 	cmd.Flags().StringVar(&opts.target, "target", "sim", "where the nodes run: sim (in this process), or container (one Docker container per node)")
@@ -100,11 +103,11 @@ refuses to start).`,
 }
 
 // upScenario is the scenario an `up` cluster is built from, validated like a file:
-// the --from scenario (its cluster, profile and time scale; its faults and
+// the --from scenario (its cluster, profile and time scale, or --time-scale; its faults and
 // orchestrator are not used), or one made of the flags.
 func upScenario(opts upOptions) (*scenario.Scenario, error) {
 	if opts.from != "" {
-		sc, err := loadScenario(opts.from)
+		sc, err := loadScenarioAt(opts.from, opts.fromScale)
 		if err != nil {
 			return nil, err
 		}
@@ -248,6 +251,10 @@ func runUp(cmd *cobra.Command, opts upOptions) error {
 		return &exitError{code: exitInput, err: err}
 	}
 
+	if opts.from != "" && cmd.Flags().Changed("time-scale") {
+		opts.fromScale = opts.timeScale
+	}
+
 	sc, err := upScenario(opts)
 	if err != nil {
 		return &exitError{code: exitInput, err: err}
@@ -363,10 +370,15 @@ func checkUpFlags(cmd *cobra.Command, opts upOptions) error {
 	}
 
 	if opts.from != "" {
-		for _, f := range []string{"control-planes", "workers", "talos", "time-scale"} {
+		for _, f := range []string{"control-planes", "workers", "talos"} {
 			if cmd.Flags().Changed(f) {
-				return fmt.Errorf("--%s is not used with --from: the cluster, profile and time scale are the scenario's", f)
+				return fmt.Errorf("--%s is not used with --from: the cluster and profile are the scenario's", f)
 			}
+		}
+
+		// As run's --time-scale: the scenario at another pace.
+		if err := checkTimeScale(cmd, opts.timeScale); err != nil {
+			return err
 		}
 	}
 

@@ -170,12 +170,7 @@ func stripRouting(ctx context.Context) context.Context {
 // forward sends the call to another node's API with this node's certificate,
 // impersonating the caller's roles, as apid does.
 func (s *Server) forward(ctx context.Context, method string, req any, endpoint string) (any, error) {
-	tlsConf := s.ClientTLS()
-	if tlsConf == nil {
-		return nil, status.Error(codes.Unavailable, "node is not ready to proxy")
-	}
-
-	conn, err := s.peers.get(endpoint, tlsConf)
+	conn, out, err := s.peer(ctx, endpoint)
 	if err != nil {
 		return nil, err
 	}
@@ -185,14 +180,30 @@ func (s *Server) forward(ctx context.Context, method string, req any, endpoint s
 		return nil, err
 	}
 
-	roles, _ := impersonated(ctx, rolesFrom(ctx))
-	out := metadata.Pairs(constants.APIAuthzRoleMetadataKey, strings.Join(roles.Strings(), ","))
-
-	if err := conn.Invoke(metadata.NewOutgoingContext(ctx, out), method, req, resp); err != nil {
+	if err := conn.Invoke(out, method, req, resp); err != nil {
 		return nil, err
 	}
 
 	return resp, nil
+}
+
+// peer is the connection to another node's API, with this node's
+// certificate, and the context of a call on it that impersonates the
+// caller's roles, as apid does.
+func (s *Server) peer(ctx context.Context, endpoint string) (*grpc.ClientConn, context.Context, error) {
+	tlsConf := s.ClientTLS()
+	if tlsConf == nil {
+		return nil, nil, status.Error(codes.Unavailable, "node is not ready to proxy")
+	}
+
+	conn, err := s.peers.get(endpoint, tlsConf)
+	if err != nil {
+		return nil, nil, err
+	}
+
+	roles, _ := impersonated(ctx, rolesFrom(ctx))
+
+	return conn, metadata.NewOutgoingContext(ctx, metadata.Pairs(constants.APIAuthzRoleMetadataKey, strings.Join(roles.Strings(), ","))), nil
 }
 
 func (s *Server) fanOut(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler, nodes []string) (any, error) {
@@ -618,18 +629,10 @@ func (c *captureStream) RecvMsg(m any) error {
 // peerStream opens a stream of method to another node's API with this node's
 // certificate, impersonating the caller's roles, as apid does.
 func (s *Server) peerStream(ctx context.Context, endpoint, method string) (grpc.ClientStream, error) {
-	tlsConf := s.ClientTLS()
-	if tlsConf == nil {
-		return nil, status.Error(codes.Unavailable, "node is not ready to proxy")
-	}
-
-	conn, err := s.peers.get(endpoint, tlsConf)
+	conn, out, err := s.peer(ctx, endpoint)
 	if err != nil {
 		return nil, err
 	}
-
-	roles, _ := impersonated(ctx, rolesFrom(ctx))
-	out := metadata.NewOutgoingContext(ctx, metadata.Pairs(constants.APIAuthzRoleMetadataKey, strings.Join(roles.Strings(), ",")))
 
 	return conn.NewStream(out, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, method, grpc.ForceCodec(passthroughCodec{}))
 }
