@@ -207,6 +207,7 @@ func TestLatencyEndToEnd(t *testing.T) {
 		latency, jitter = 20 * time.Millisecond, 10 * time.Millisecond
 		seed            = 7
 		tolerance       = 25 * time.Millisecond // scheduling under -race
+		trips           = 15
 	)
 
 	proxy := startProxy(t, startEcho(t, nil), LatencyToxicJSON("lat", "downstream", latency, jitter, seed))
@@ -221,8 +222,9 @@ func TestLatencyEndToEnd(t *testing.T) {
 	// as one chunk, so round trip i carries delay i.
 	want := newDelays(latency, jitter, seed, 0)
 	buf := make([]byte, 5)
+	excess := make([]time.Duration, 0, trips)
 
-	for i := range 15 {
+	for i := range trips {
 		_ = conn.SetDeadline(time.Now().Add(3 * time.Second))
 		start := time.Now()
 
@@ -234,14 +236,24 @@ func TestLatencyEndToEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 
+		// Never shorter than its seeded delay: delays of another seed or
+		// connection would be, within a few trips.
 		rtt, d := time.Since(start), want.next()
-		if rtt < latency-jitter || rtt > latency+jitter+tolerance {
-			t.Errorf("round trip %d: %s, outside %s ± %s (+%s)", i, rtt, latency, jitter, tolerance)
+		if rtt < d || rtt < latency-jitter {
+			t.Errorf("round trip %d: %s, shorter than its seeded delay %s", i, rtt, d)
 		}
 
-		if rtt < d || rtt > d+tolerance {
-			t.Errorf("round trip %d: %s, seeded delay %s", i, rtt, d)
-		}
+		excess = append(excess, rtt-d)
+	}
+
+	// Nor longer but for scheduling. A loaded machine (make test's lanes,
+	// the race detector) stalls a trip now and then (one took 26 ms more
+	// than its delay there), so the bound holds for the median trip, not
+	// for every one.
+	slices.Sort(excess)
+
+	if median := excess[trips/2]; median > tolerance {
+		t.Errorf("round trips exceed their seeded delays by a median of %s, more than %s: %v", median, tolerance, excess)
 	}
 }
 
