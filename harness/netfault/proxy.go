@@ -76,12 +76,12 @@ func startProxyDialing(server *toxiproxy.ApiServer, name, listen, upstream strin
 
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Proxy{
-		dial:    dial,
 		Proxy:   toxiproxy.NewProxy(server, name, ln.Addr().String(), upstream),
 		server:  server,
 		ln:      ln,
 		cancel:  cancel,
 		done:    make(chan struct{}),
+		dial:    dial,
 		conns:   map[*net.TCPConn]struct{}{},
 		pruneAt: pruneMin,
 	}
