@@ -358,6 +358,17 @@ func (t *recordingTarget) recorded() []*sim.Cluster {
 func explain(res *result.Result) string {
 	var b strings.Builder
 
+	events := res.Events
+	if len(events) > 60 {
+		events = events[len(events)-60:]
+	}
+
+	for _, e := range events {
+		fmt.Fprintf(&b, "%6dms %-4s %s %s\n", e.TMs, e.Node, e.Kind, e.Msg)
+	}
+
+	// The failed checks and the diagnoses with their evidence come last: a
+	// CI log that keeps only the tail of the output keeps them.
 	for _, c := range res.Checks {
 		if !c.Passed {
 			fmt.Fprintf(&b, "check %s: expected %s, actual %s\n", c.Name, c.Expected, c.Actual)
@@ -366,15 +377,6 @@ func explain(res *result.Result) string {
 
 	for _, d := range res.Diagnoses {
 		fmt.Fprintf(&b, "diagnosis %s on %s: %s (%s)\n", d.Code, d.Node, d.Message, d.Evidence)
-	}
-
-	events := res.Events
-	if len(events) > 60 {
-		events = events[len(events)-60:]
-	}
-
-	for _, e := range events {
-		fmt.Fprintf(&b, "%6dms %-4s %s %s\n", e.TMs, e.Node, e.Kind, e.Msg)
 	}
 
 	return b.String()
