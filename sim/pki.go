@@ -43,8 +43,13 @@ func writeEtcdPKI(dir string, ca *x509.PEMEncodedCertificateAndKey, hostname str
 		return nil, err
 	}
 
+	// The CA too is replaced whole: an etcd starting meanwhile reads it once
+	// for its listeners, and etcd's tlsutil.NewCertPool takes an empty or cut
+	// off file for an empty pool without an error; a peer port that trusts
+	// no CA then refuses every joiner for as long as that etcd runs (seen in
+	// CI: address-late-v1.12's cp1 formed while the heal rewrote its CA).
 	p := &etcdPKI{CACert: filepath.Join(dir, "ca.crt")}
-	if err = os.WriteFile(p.CACert, ca.Crt, 0o600); err != nil {
+	if err = replaceFile(p.CACert, ca.Crt); err != nil {
 		return nil, err
 	}
 
