@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -30,6 +31,7 @@ import (
 	"github.com/siderolabs/talos/pkg/machinery/config/generate"
 	"github.com/siderolabs/talos/pkg/machinery/config/generate/secrets"
 	"github.com/siderolabs/talos/pkg/machinery/config/machine"
+	"github.com/siderolabs/talos/pkg/machinery/resources/k8s"
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -541,25 +543,49 @@ func (c *Cluster) Resolve(t string) (string, bool, bool) {
 }
 
 // discoveredEndpoints is etcd.GetEndpoints as the node's discovery makes
-// it (internal/pkg/etcd/endpoints.go): every control plane it knows of
-// (discovered), itself included, on the etcd client port. Nodes stay listed
-// while down, as discovery entries do. With none:
+// it (internal/pkg/etcd/endpoints.go): every address of every control plane
+// it knows of (discovered), itself included, on the etcd client port. Nodes
+// stay listed while down, as discovery entries do. With none:
 // "no controlplane endpoints discovered yet".
-func (n *Node) discoveredEndpoints() ([]string, error) {
-	var out []string
+//
+// The order is Talos's: GetEndpoints merges the k8s.Endpoint resources
+// into one k8s.EndpointList, sorted by address (machinery's Merge, used
+// here), whatever order the members were discovered in. The promote loop
+// walks the list in that order, so it decides which endpoint a joiner asks
+// first: itself, or the leader while its learner is still starting.
+func (n *Node) discoveredEndpoints() ([]string, error) { return etcdEndpoints(n.discovered()) }
 
-	for _, a := range n.discovered() {
+// etcdEndpoints is GetEndpoints over the affiliates the node knows of.
+func etcdEndpoints(affiliates []Affiliate) ([]string, error) {
+	var list k8s.EndpointList
+
+	for _, a := range affiliates {
 		// k8s.EndpointController: every address of every control-plane
-		// member (GetEndpoints joins each with the client port).
-		if a.ControlPlane {
-			for _, addr := range a.published() {
-				out = append(out, net.JoinHostPort(addr, strconv.Itoa(etcdClientPort)))
+		// member.
+		if !a.ControlPlane {
+			continue
+		}
+
+		ep := k8s.NewEndpoint(k8s.ControlPlaneNamespaceName, a.Address)
+
+		for _, addr := range a.published() {
+			if ip, err := netip.ParseAddr(addr); err == nil {
+				ep.TypedSpec().Addresses = append(ep.TypedSpec().Addresses, ip)
+			} else {
+				ep.TypedSpec().Hosts = append(ep.TypedSpec().Hosts, addr)
 			}
 		}
+
+		list = list.Merge(ep)
 	}
 
-	if len(out) == 0 {
+	if list.IsEmpty() {
 		return nil, errors.New("no controlplane endpoints discovered yet")
+	}
+
+	out := list.Strings()
+	for i := range out {
+		out[i] = net.JoinHostPort(out[i], strconv.Itoa(etcdClientPort))
 	}
 
 	return out, nil

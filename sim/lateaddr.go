@@ -201,8 +201,9 @@ func (n *Node) closeSANGates() {
 // Updates are serialised: each reads every node's certificates, and two at
 // once (two nodes issuing theirs) could otherwise apply in the wrong order,
 // the later one's view lost — a peer left blocked for good after its
-// certificates came to name its address: the likely cause of cp1's dials
-// to cp2's private address ending in EOF for good, seen once (stop 36).
+// certificates came to name its address. (Stop 36 blamed this for cp1's
+// dials to cp2's private address ending in EOF for good, seen once; a CA
+// file rewritten in place while an etcd started, pki.go, fits that too.)
 func (c *Cluster) updateSANGates() {
 	c.sanMu.Lock()
 	defer c.sanMu.Unlock()
