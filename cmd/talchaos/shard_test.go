@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -32,7 +31,7 @@ const (
 	// so the unsharded night and the merged shards differed. The nights
 	// still compare run for run, and the shard step's time_scale input is
 	// carried through to the command.
-	shardTimeScale = "20"
+	shardTimeScale = 20
 	shardSeeds     = "1-4"
 	shardCount     = 2
 )
@@ -252,7 +251,7 @@ func TestShardedNightlyMergesAsTheWorkflowDoes(t *testing.T) {
 	// at once (three nights of two) once starved pki-mismatch's 3-second
 	// orchestrator window (3 Talos minutes at 60x) under the race detector.
 	whole := filepath.Join(root, "whole")
-	if code, out := run(t, "nightly", "--scenario", shardScenarios, "--seeds", shardSeeds, "--parallel", "2", "--time-scale", shardTimeScale, "--out", whole); code != exitPass {
+	if code, out := run(t, "nightly", "--scenario", shardScenarios, "--seeds", shardSeeds, "--parallel", "2", "--time-scale", fmt.Sprint(shardTimeScale), "--out", whole); code != exitPass {
 		t.Fatalf("unsharded: exit %d\n%s", code, out)
 	}
 
@@ -271,7 +270,7 @@ func TestShardedNightlyMergesAsTheWorkflowDoes(t *testing.T) {
 			// time, not its runner's four.
 			"inputs.parallel": "1",
 			// At the scale of the night the test compares with.
-			"inputs.time_scale": shardTimeScale,
+			"inputs.time_scale": fmt.Sprint(shardTimeScale),
 		}
 
 		dir := runner(t, filepath.Join(root, fmt.Sprintf("runner-%d", k)))
@@ -651,12 +650,7 @@ func mergeGate(t *testing.T, shards []string) {
 	// The baseline at the nights' scale: the gate refuses one of another.
 	base := filepath.Join(t.TempDir(), "base.json")
 
-	scale, err := strconv.ParseFloat(shardTimeScale, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	baseline := &stats.Ledger{TimeScale: scale, Scenarios: []stats.Summary{summaryOf("invalid-config", 100, 100), summaryOf("pki-mismatch", 100, 100)}}
+	baseline := &stats.Ledger{TimeScale: shardTimeScale, Scenarios: []stats.Summary{summaryOf("invalid-config", 100, 100), summaryOf("pki-mismatch", 100, 100)}}
 	if err := baseline.Write(base); err != nil {
 		t.Fatal(err)
 	}
