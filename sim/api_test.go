@@ -474,3 +474,51 @@ func TestHostnameFromTheConfigNamesTheMember(t *testing.T) {
 		return nil
 	})
 }
+
+// Talos's EtcdStatus asks the local member through clientv3's Status, which
+// dials a connection of its own per call; the sim's API asks over its local
+// client's connection, so that the observer's looks cost no handshake each.
+// The member's answer is the same (its ID, a voter).
+func TestEtcdStatusDialsNoConnectionPerCall(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	c := simtest.FromScenario(t, newScenario(1), 1)
+	n := c.Nodes()[0]
+	cl := applyAndBootstrap(t, ctx, c, n.Endpoint)
+
+	var id uint64
+
+	eventually(t, time.Minute, func() error {
+		st, err := cl.EtcdStatus(ctx)
+		if err != nil {
+			return err
+		}
+
+		id = st.GetMessages()[0].GetMemberStatus().GetMemberId()
+
+		return nil
+	})
+
+	local := c.Node(n.Name).EtcdClientEndpoint()
+	before := c.DialsTo(local)
+
+	const calls = 20
+
+	for range calls {
+		st, err := cl.EtcdStatus(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		if ms := st.GetMessages()[0].GetMemberStatus(); ms.GetMemberId() != id || ms.GetIsLearner() {
+			t.Fatalf("status %v, want member %x, a voter", ms, id)
+		}
+	}
+
+	// A dial or two may come from the node's own loops (its health check
+	// starting); one per call is what clientv3's Status would make.
+	if d := c.DialsTo(local) - before; d >= calls/2 {
+		t.Errorf("%d EtcdStatus calls dialled the member %d times, want no dial per call", calls, d)
+	}
+}

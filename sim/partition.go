@@ -27,6 +27,7 @@ type netState struct {
 	gates  map[[2]string]int // (receiver, sender) → active blocks of peer traffic
 	paused map[string]int    // node → active pauses of its etcd
 	conns  map[*trackedConn]struct{}
+	dials  map[string]int // address → connections dialled to it, for the tests' count of handshakes
 }
 
 func pair(a, b string) [2]string {
@@ -121,10 +122,11 @@ func (n *Node) dial(ctx context.Context, addr string) (net.Conn, error) {
 
 	s.mu.Lock()
 	if s.conns == nil {
-		s.conns = map[*trackedConn]struct{}{}
+		s.conns, s.dials = map[*trackedConn]struct{}{}, map[string]int{}
 	}
 
 	s.conns[tc] = struct{}{}
+	s.dials[addr]++
 	s.mu.Unlock()
 
 	return tc, nil
