@@ -108,6 +108,8 @@ func (o *Observer) pollKubeLoop(ctx context.Context, n target.Node) {
 // pollKube asks a control plane's API server whether it is ready and what
 // the kubernetes endpoints list.
 func (o *Observer) pollKube(ctx context.Context, n target.Node) *history.APIServer {
+	defer o.timed()()
+
 	ctx, cancel := context.WithTimeout(ctx, pollTimeout)
 	defer cancel()
 

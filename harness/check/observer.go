@@ -68,6 +68,9 @@ type Observer struct {
 
 	// kube is set by WatchKubernetes: the run has Kubernetes.
 	kube *kubeClients
+
+	// times is how long the polls took (polltimes.go).
+	times pollTimes
 }
 
 type nodeClients struct {

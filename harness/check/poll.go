@@ -76,6 +76,8 @@ func (o *Observer) pollEtcdLoop(ctx context.Context, n target.Node) {
 }
 
 func (o *Observer) pollEtcd(ctx context.Context, n target.Node, svc *history.Service) etcdAnswer {
+	defer o.timed()()
+
 	ctx, cancel := context.WithTimeout(ctx, pollTimeout)
 	defer cancel()
 
@@ -154,13 +156,46 @@ func (o *Observer) pollEvery(n target.Node) time.Duration {
 // node's poll interval plus a poll's deadline (a poll in flight). A state
 // that held for less may yet be changed by an answer on its way.
 func (o *Observer) PollCadence() time.Duration {
+	return o.slowestInterval() + pollTimeout
+}
+
+// PollCadenceSince is the same bound from the polls as they went since the
+// state that began at since (polltimes.go): a poll starts an interval after
+// the last one answered, and its answer is assembled into an observation at
+// the next tick, so two intervals and two of the slowest polls since then
+// (in flight ones by how long they have run) cover every node's next answer.
+// Never more than PollCadence; PollCadence itself while no poll has
+// answered since then.
+func (o *Observer) PollCadenceSince(since time.Duration) time.Duration {
+	return o.pollCadenceAt(since, o.log.Since())
+}
+
+func (o *Observer) pollCadenceAt(since, now time.Duration) time.Duration {
+	worst := o.PollCadence()
+
+	took, ok := o.times.slowestSince(since, now)
+	if !ok {
+		return worst
+	}
+
+	return min(worst, 2*(o.slowestInterval()+took))
+}
+
+func (o *Observer) slowestInterval() time.Duration {
 	slowest := o.interval
 
 	for _, n := range o.nodes {
 		slowest = max(slowest, o.pollEvery(n))
 	}
 
-	return slowest + pollTimeout
+	return slowest
+}
+
+// timed notes a poll that starts now; call what it returns when it ends.
+func (o *Observer) timed() func() {
+	end := o.times.begin(o.log.Since())
+
+	return func() { end(o.log.Since()) }
 }
 
 // Poll observes every node once, in parallel.
@@ -213,6 +248,8 @@ const pollTimeout = 2 * time.Second
 // pollNode looks at one node: its API, services and stage, and, with etcd,
 // its etcd status and member list.
 func (o *Observer) pollNode(ctx context.Context, n target.Node, etcd bool) *history.NodeObservation {
+	defer o.timed()()
+
 	ctx, cancel := context.WithTimeout(ctx, pollTimeout)
 	defer cancel()
 

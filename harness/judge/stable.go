@@ -84,6 +84,15 @@ func stateSince(h history.History) (since time.Duration, key string, ok bool) {
 	return since, key, ok
 }
 
+// StateSince is the offset since which the state the verdict is drawn from
+// has been what it is at the end of h; ok is false when not every node has
+// been seen yet.
+func StateSince(h history.History) (time.Duration, bool) {
+	since, _, ok := stateSince(h)
+
+	return since, ok
+}
+
 // Settled reports whether the state the verdict is drawn from has held for
 // its window (Cadence.Window, at least stable, wall-clock) at now, the offset
 // of the present moment in the run: the observer records a node only when it
