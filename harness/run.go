@@ -307,7 +307,10 @@ func runCluster(ctx context.Context, sc *scenario.Scenario, clk clock.Clock, opt
 		log.Add("", "orchestrator.finished", orch.Name()+" finished")
 	}
 
-	settle(ctx, sc, clk, within, judge.CadenceAt(clk, res.ClockFloors, observer.PollCadence()), interval, log, rec, observer, opts.UntilConverged)
+	cadence := judge.CadenceAt(clk, res.ClockFloors, observer.PollCadence())
+	cadence.PollSince = observer.PollCadenceSince
+
+	settle(ctx, sc, clk, within, cadence, interval, log, rec, observer, opts.UntilConverged)
 
 	bgCancel()
 	<-observed
@@ -368,18 +371,6 @@ func settle(ctx context.Context, sc *scenario.Scenario, clk clock.Clock, within 
 		}
 	}
 
-	// polled is the cadence with the polls' part as they went since the
-	// present state began (check.Observer.PollCadenceSince): the answers a
-	// verdict waits for, not the longest any could take.
-	polled := func() judge.Cadence {
-		c := cadence
-		if since, ok := judge.StateSince(rec.History()); ok {
-			c.Poll = observer.PollCadenceSince(since)
-		}
-
-		return c
-	}
-
 	if !wait(min(start+least, end) - log.Since()) {
 		return
 	}
@@ -392,12 +383,12 @@ func settle(ctx context.Context, sc *scenario.Scenario, clk clock.Clock, within 
 		// Quiet until now is a hint; the final look decides, with the times
 		// the judge uses (a final look that itself saw a change has not seen
 		// it hold).
-		if judge.Settled(rec.History(), rec.Since(), polled(), stable) && (waiting == 0 || log.Since()-lastFinal >= time.Second) {
+		if judge.Settled(rec.History(), rec.Since(), cadence, stable) && (waiting == 0 || log.Since()-lastFinal >= time.Second) {
 			lastFinal = log.Since()
 
 			observer.Final(ctx)
 
-			if judge.SettledAtFinal(rec.History(), polled(), stable) {
+			if judge.SettledAtFinal(rec.History(), cadence, stable) {
 				if !untilConverged || log.Since() >= within || judge.Judge(rec.History(), sc.Expect).Outcome.Converged {
 					return
 				}

@@ -84,15 +84,6 @@ func stateSince(h history.History) (since time.Duration, key string, ok bool) {
 	return since, key, ok
 }
 
-// StateSince is the offset since which the state the verdict is drawn from
-// has been what it is at the end of h; ok is false when not every node has
-// been seen yet.
-func StateSince(h history.History) (time.Duration, bool) {
-	since, _, ok := stateSince(h)
-
-	return since, ok
-}
-
 // Settled reports whether the state the verdict is drawn from has held for
 // its window (Cadence.Window, at least stable, wall-clock) at now, the offset
 // of the present moment in the run: the observer records a node only when it
@@ -100,7 +91,7 @@ func StateSince(h history.History) (time.Duration, bool) {
 func Settled(h history.History, now time.Duration, c Cadence, stable time.Duration) bool {
 	since, _, ok := stateSince(h)
 
-	return ok && now-since >= c.Window(h.Final(), stable)
+	return ok && now-since >= c.For(since).Window(h.Final(), stable)
 }
 
 // SettledAtFinal reports whether the state the verdict is drawn from held for
@@ -111,7 +102,7 @@ func SettledAtFinal(h history.History, c Cadence, stable time.Duration) bool {
 	since, _, ok := stateSince(h)
 	final := h.Final()
 
-	return ok && final.At-since >= c.Window(final, stable)
+	return ok && final.At-since >= c.For(since).Window(final, stable)
 }
 
 // Talos's etcd health check (health.Run with the etcd service's settings,
@@ -135,6 +126,19 @@ type Cadence struct {
 	// Poll is the longest between two answers of one node: the slowest
 	// node's poll interval plus a poll's deadline (a poll in flight).
 	Poll time.Duration
+	// PollSince, when set, is that part from the polls as they went since
+	// a state began (check.Observer.PollCadenceSince), at most Poll: the
+	// answers a verdict waits for, not the longest any could take.
+	PollSince func(since time.Duration) time.Duration
+}
+
+// For is the cadence of a state that began at since.
+func (c Cadence) For(since time.Duration) Cadence {
+	if c.PollSince != nil {
+		c.Poll = min(c.Poll, c.PollSince(since))
+	}
+
+	return c
 }
 
 // CadenceAt is the cadence of a run at scale, given the clock floors its

@@ -282,6 +282,10 @@ func TestSettledWaitsForTheNextHealthCheck(t *testing.T) {
 		{"a deadline longer than the period", Cadence{HealthPeriod: 5 * time.Second, HealthTimeout: 20 * time.Second}, []look{{0, obs(converged)}, {10, failing}}, 50, false},
 		{"a cycle shorter than stable", Cadence{HealthPeriod: 5 * time.Second, HealthTimeout: 2 * time.Second}, []look{{0, obs(converged)}, {10, failing}}, 40, false},
 		{"a poll in flight", Cadence{HealthPeriod: 20 * time.Second, HealthTimeout: 15 * time.Second, Poll: 3 * time.Second}, []look{{0, obs(converged)}, {10, failing}}, 48, false},
+		// The polls as they went since the state began at 10 s (PollSince
+		// is asked for that moment), never more than the bound.
+		{"the polls as they went", Cadence{HealthPeriod: 20 * time.Second, HealthTimeout: 15 * time.Second, Poll: 3 * time.Second, PollSince: pollsSince(10*time.Second, time.Second)}, []look{{0, obs(converged)}, {10, failing}}, 46, false},
+		{"polls slower than the bound", Cadence{HealthPeriod: 20 * time.Second, HealthTimeout: 15 * time.Second, Poll: 3 * time.Second, PollSince: pollsSince(10*time.Second, 9*time.Second)}, []look{{0, obs(converged)}, {10, failing}}, 48, false},
 		{"no etcd running: stable and the polls", Cadence{HealthPeriod: 20 * time.Second, HealthTimeout: 15 * time.Second, Poll: 40 * time.Second}, []look{{0, maintenance}, {1, maintenance}}, 40, false},
 		{"no etcd running: stable", talosCadence, []look{{0, maintenance}, {1, maintenance}}, 30, false},
 	} {
@@ -320,6 +324,18 @@ func TestSettledWaitsForTheNextHealthCheck(t *testing.T) {
 				t.Errorf("judged converged %t, want %t", v.Outcome.Converged, tc.converged)
 			}
 		})
+	}
+}
+
+// pollsSince is a PollSince that answers took for a state that began at
+// since, and an hour (capped to the bound) for any other moment.
+func pollsSince(since, took time.Duration) func(time.Duration) time.Duration {
+	return func(s time.Duration) time.Duration {
+		if s != since {
+			return time.Hour
+		}
+
+		return took
 	}
 }
 
