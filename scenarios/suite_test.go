@@ -40,23 +40,7 @@ func TestMain(m *testing.M) { os.Exit(netns.Main(m.Run)) }
 
 func TestScenarios(t *testing.T) {
 	// No run may leave a goroutine behind (etcd members, proxies, API servers, observers).
-	defer goleak.VerifyNone(t,
-		// Ginkgo's own signal watcher lives as long as the process, and in
-		// parallel processes (make test) its watch of the CLI's abort.
-		goleak.IgnoreTopFunction("github.com/onsi/ginkgo/v2/internal/interrupt_handler.(*InterruptHandler).registerForInterrupts.func2"),
-		goleak.IgnoreTopFunction("github.com/onsi/ginkgo/v2/internal/interrupt_handler.(*InterruptHandler).registerForInterrupts.func1"),
-		// toxiproxy v2.12 leaks a link's toxic chain when writing to a closed
-		// destination fails while a toxic still holds data (link.go stops
-		// reading its output); nothing outside toxiproxy can unblock them.
-		goleak.IgnoreTopFunction("github.com/Shopify/toxiproxy/v2/toxics.(*BandwidthToxic).Pipe"),
-		goleak.IgnoreTopFunction("github.com/Shopify/toxiproxy/v2/toxics.(*NoopToxic).Pipe"),
-		// Our latency and gate toxics sit in the same chain and block the same way.
-		goleak.IgnoreTopFunction("github.com/talchaos/talchaos/harness/netfault.(*LatencyToxic).Pipe"),
-		goleak.IgnoreTopFunction("github.com/talchaos/talchaos/harness/netfault.(*GateToxic).Pipe"),
-		goleak.IgnoreTopFunction("github.com/Shopify/toxiproxy/v2/stream.(*ChanWriter).Write"),
-		// A slow-disk fault's seccomp filter stays for the life of the
-		// process, and so does the goroutine that answers it (sim/diskgate).
-		goleak.IgnoreAnyFunction("github.com/talchaos/talchaos/sim/diskgate.serve"))
+	defer checkLeaks(t)
 
 	RegisterFailHandler(Fail)
 
@@ -70,6 +54,47 @@ func TestScenarios(t *testing.T) {
 	}
 
 	RunSpecs(t, "built-in scenarios", suiteConfig, reporterConfig)
+}
+
+// leakOptions are the goroutines a run may leave behind.
+var leakOptions = []goleak.Option{
+	// Ginkgo's own signal watcher lives as long as the process, and in
+	// parallel processes (make test) its watch of the CLI's abort.
+	goleak.IgnoreTopFunction("github.com/onsi/ginkgo/v2/internal/interrupt_handler.(*InterruptHandler).registerForInterrupts.func2"),
+	goleak.IgnoreTopFunction("github.com/onsi/ginkgo/v2/internal/interrupt_handler.(*InterruptHandler).registerForInterrupts.func1"),
+	// toxiproxy v2.12 leaks a link's toxic chain when writing to a closed
+	// destination fails while a toxic still holds data (link.go stops
+	// reading its output); nothing outside toxiproxy can unblock them.
+	goleak.IgnoreTopFunction("github.com/Shopify/toxiproxy/v2/toxics.(*BandwidthToxic).Pipe"),
+	goleak.IgnoreTopFunction("github.com/Shopify/toxiproxy/v2/toxics.(*NoopToxic).Pipe"),
+	// Our latency and gate toxics sit in the same chain and block the same way.
+	goleak.IgnoreTopFunction("github.com/talchaos/talchaos/harness/netfault.(*LatencyToxic).Pipe"),
+	goleak.IgnoreTopFunction("github.com/talchaos/talchaos/harness/netfault.(*GateToxic).Pipe"),
+	goleak.IgnoreTopFunction("github.com/Shopify/toxiproxy/v2/stream.(*ChanWriter).Write"),
+	// A slow-disk fault's seccomp filter stays for the life of the
+	// process, and so does the goroutine that answers it (sim/diskgate).
+	goleak.IgnoreAnyFunction("github.com/talchaos/talchaos/sim/diskgate.serve"),
+}
+
+// checkLeaks fails the suite on a goroutine a run left behind. Ginkgo's CLI
+// does not show a parallel process's own output when the process fails
+// after its specs passed (the suite only says "Test Suite Failed"), so the
+// finding also goes to a file in the folder TALCHAOS_SUITE_LEAKS names,
+// which make test-scenarios prints.
+func checkLeaks(t *testing.T) {
+	err := goleak.Find(leakOptions...)
+	if err == nil {
+		return
+	}
+
+	t.Error(err)
+
+	if dir := os.Getenv("TALCHAOS_SUITE_LEAKS"); dir != "" {
+		report := fmt.Sprintf("goroutines left behind in process %d of the scenario suite:\n%v\n", os.Getpid(), err)
+		if werr := os.WriteFile(filepath.Join(dir, fmt.Sprintf("leaks-%d.txt", os.Getpid())), []byte(report), 0o600); werr != nil {
+			t.Error(werr)
+		}
+	}
 }
 
 // Every built-in scenario runs on the sim target and must meet its own
