@@ -359,7 +359,7 @@ func settle(ctx context.Context, sc *scenario.Scenario, clk clock.Clock, within 
 	start := log.Since()
 	end := min(start+max(bound, least+settleWindows*cadence.Longest(stable)), within)
 
-	log.Add("", "run.settle", fmt.Sprintf("observing for %s at least, then until the state has held for %s and for every etcd member's next health check and every node's next poll (%s while etcd runs), at most %s",
+	log.Add("", "run.settle", fmt.Sprintf("observing for %s at least, then until the state has held for %s and for every etcd member's next health check and every node's next poll (at most %s while etcd runs), at most %s",
 		sc.Expect.Settle, sc.Expect.Stable, clk.TalosString(cadence.Longest(stable)), clk.TalosString(end-start)))
 
 	wait := func(d time.Duration) bool {

@@ -264,8 +264,8 @@ func (m *machineServer) EtcdRemoveMemberByID(ctx context.Context, in *machine.Et
 // maintenance client over a given connection, its retries and call options
 // as Status has them): the same member answers the same request, and the
 // observer's ten looks a second at every control plane no longer cost a
-// handshake each (they were two thirds of a happy path's connections to
-// etcd, docs/measurements.md "Stop 39").
+// handshake each (they were about two fifths of the connections a happy
+// path's etcd members took, docs/measurements.md "Stop 39").
 func (m *machineServer) EtcdStatus(ctx context.Context, _ *emptypb.Empty) (*machine.EtcdStatusResponse, error) {
 	client, done, err := m.etcdClient(ctx, "etcd status", true)
 	if err != nil {
