@@ -55,6 +55,10 @@ type node struct {
 	addrs []string
 	role  target.Role
 	ctr   *testcontainers.DockerContainer
+	// cuts serialises setting the node's drop rules: two faults healing
+	// at once (two partitions of the same node) each set the rules they
+	// read, and the one read first must not land last.
+	cuts sync.Mutex
 }
 
 // Cluster is a provisioned set of node containers. It implements

@@ -213,8 +213,12 @@ func (c *Cluster) cut(ctx context.Context, a, b []*node, delta int) error {
 }
 
 // applyCuts sets the node's drop rules to its current cuts (talchaos node-net
-// inside its container).
+// inside its container), read once no other setting of them is under way, so
+// the last to land has the latest.
 func (c *Cluster) applyCuts(ctx context.Context, n *node) error {
+	n.cuts.Lock()
+	defer n.cuts.Unlock()
+
 	c.mu.Lock()
 	addrs := make([]string, 0, len(c.dropped[n.name]))
 	for ip := range c.dropped[n.name] {
