@@ -3,6 +3,9 @@ package sim
 import (
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+
 	"github.com/talchaos/talchaos/fakes/talosapi"
 	"github.com/talchaos/talchaos/harness/clock"
 	"github.com/talchaos/talchaos/harness/scenario"
@@ -27,6 +30,31 @@ func etcdTick(clk clock.Clock) time.Duration {
 	return clk.WallAtLeast(etcdHeartbeat, etcdTickFloor)
 }
 
+// etcdBackoffFloor bounds from below the scaled first delay of the etcd
+// clients' reconnect backoff (etcdConnectParams): a dial retried faster would
+// only spin.
+const etcdBackoffFloor = 10 * time.Millisecond
+
+// etcdConnectParams are the reconnect settings of the nodes' etcd clients.
+// Talos builds them with gRPC's defaults (internal/pkg/etcd/etcd.go NewClient
+// sets no backoff; clientv3 neither): after a failed dial, the next one waits
+// 1 s, then 1.6 times longer each time up to 2 minutes — timers of Talos's
+// own process, in Talos time like its others, so scaled with the run. Left in
+// wall time, a joiner whose first dial came before the first member served
+// waited a real second (a Talos minute at 60x) to dial again: half of a join
+// attempt's floored deadline, so that on a loaded machine the attempt ran out
+// after etcd had applied its member add, leaving an unstarted learner Talos
+// v1.12 cannot adopt (peer-url-exists, too-many-learners on a happy path).
+// The connect timeout stays gRPC's 20 s of wall time: the calls' own
+// deadlines bound a connect before it does.
+func etcdConnectParams(clk clock.Clock) grpc.ConnectParams {
+	b := backoff.DefaultConfig
+	b.BaseDelay = clk.WallAtLeast(b.BaseDelay, etcdBackoffFloor)
+	b.MaxDelay = clk.WallAtLeast(b.MaxDelay, etcdBackoffFloor)
+
+	return grpc.ConnectParams{Backoff: b, MinConnectTimeout: 20 * time.Second}
+}
+
 // ClockFloorsAt lists the Talos-time intervals the sim cannot scale all the way
 // at scale, with what they last in Talos time instead; only those that bind.
 func ClockFloorsAt(scale float64) []target.ClockFloor {
@@ -47,6 +75,7 @@ func ClockFloorsAt(scale float64) []target.ClockFloor {
 	add("etcd join attempt deadline", p.JoinAttemptTimeout, joinAttemptFloor)
 	add("etcd client dial timeout", p.EtcdDialTimeout, minTimeout)
 	add("apid connect timeout to a peer node", talosapi.PeerConnectTimeout, talosapi.ConnectFloor)
+	add("etcd client reconnect backoff (first)", backoff.DefaultConfig.BaseDelay, etcdBackoffFloor)
 
 	return out
 }

@@ -29,6 +29,15 @@ func TestClockScalingAndFloors(t *testing.T) {
 			"etcd client dial timeout":            9 * time.Second,
 			"apid connect timeout to a peer node": 120 * time.Second,
 		}},
+		// Beyond 100x the etcd clients' first reconnect delay binds too.
+		{scale: 200, tick: 50 * time.Millisecond, election: 500 * time.Millisecond, floors: map[string]time.Duration{
+			"etcd heartbeat interval":               10 * time.Second,
+			"etcd election timeout":                 100 * time.Second,
+			"etcd health check timeout":             200 * etcdOpFloor,
+			"etcd client dial timeout":              30 * time.Second,
+			"apid connect timeout to a peer node":   400 * time.Second,
+			"etcd client reconnect backoff (first)": 2 * time.Second,
+		}},
 	} {
 		// The join attempt's floor is higher under the race detector.
 		if join := time.Duration(tc.scale * float64(joinAttemptFloor)); join > 30*time.Second {
@@ -57,6 +66,25 @@ func TestClockScalingAndFloors(t *testing.T) {
 			if got[what] != want {
 				t.Errorf("scale %g: %s lasts %s, want %s", tc.scale, what, got[what], want)
 			}
+		}
+	}
+}
+
+// The etcd clients reconnect on Talos time: gRPC's default backoff (the one
+// Talos leaves) scaled with the run, down to its floor; the connect timeout
+// stays gRPC's default.
+func TestEtcdConnectParams(t *testing.T) {
+	for _, tc := range []struct {
+		scale     float64
+		base, max time.Duration
+	}{
+		{scale: 1, base: time.Second, max: 2 * time.Minute},
+		{scale: 60, base: time.Second / 60, max: 2 * time.Second},
+		{scale: 1000, base: etcdBackoffFloor, max: 120 * time.Millisecond},
+	} {
+		p := etcdConnectParams(clock.New(tc.scale))
+		if p.Backoff.BaseDelay != tc.base || p.Backoff.MaxDelay != tc.max || p.Backoff.Multiplier != 1.6 || p.MinConnectTimeout != 20*time.Second {
+			t.Errorf("scale %g: %+v, want a first delay of %s growing 1.6 times to %s, 20 s to connect", tc.scale, p, tc.base, tc.max)
 		}
 	}
 }

@@ -454,6 +454,7 @@ func (n *Node) newEtcdClient(ctx context.Context, endpoints []string) (*clientv3
 		DialOptions: []grpc.DialOption{
 			grpc.WithContextDialer(n.dial),
 			grpc.WithChainUnaryInterceptor(n.etcdInterceptor),
+			grpc.WithConnectParams(etcdConnectParams(n.c.clock)),
 		},
 	})
 	if err != nil {
