@@ -6,6 +6,7 @@ package sim
 // over, so the sim keeps a lower time scale to stay faithful (MaxScale).
 const raceDetector = true
 
-// joinAttemptFloor is norace.go's, tripled: under the race detector a 3 + 50
-// formation beside the other packages' tests saw a member add outlast 3 s.
+// joinAttemptFloor is higher than norace.go's: under the race detector a
+// 3 + 50 formation beside the other packages' tests saw a member add outlast
+// 3 s.
 const joinAttemptFloor = 3 * etcdOpFloor
