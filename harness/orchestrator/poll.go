@@ -68,6 +68,12 @@ func (e *Env) wait(ctx context.Context, c condition) error {
 			return s.err
 		}
 
+		// A look the wait's own end cut short says only that: the state
+		// last seen is the one before it.
+		if ctx.Err() != nil && last != "" {
+			return fmt.Errorf("waiting for %s: %w after %d looks (last: %s)", c.what, ctx.Err(), attempt, last)
+		}
+
 		if state := err.Error(); state != last {
 			if c.log {
 				e.Log.Add(c.node, "orchestrator.wait", state)

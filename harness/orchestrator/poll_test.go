@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -86,5 +87,26 @@ func TestWait(t *testing.T) {
 
 	if err == nil || !errors.Is(err, context.DeadlineExceeded) || !strings.HasSuffix(err.Error(), "(last: 2 of 3 non-learner members)") {
 		t.Errorf("wait: %v", err)
+	}
+
+	// A look still under way when the context ends fails with the context's
+	// error; the state last seen is the one before it (a loaded machine
+	// made the naive orchestrator's apply report "DeadlineExceeded" instead
+	// of the node's "Unavailable").
+	ctx, cancel = context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+
+	err = env.wait(ctx, condition{what: "cp1 to take its configuration", every: time.Second, check: func(ctx context.Context, attempt int) error {
+		if attempt == 1 {
+			return errors.New("rpc error: code = Unavailable")
+		}
+
+		<-ctx.Done()
+
+		return fmt.Errorf("rpc error: code = DeadlineExceeded desc = %w", ctx.Err())
+	}})
+
+	if err == nil || !errors.Is(err, context.DeadlineExceeded) || !strings.HasSuffix(err.Error(), "after 2 looks (last: rpc error: code = Unavailable)") {
+		t.Errorf("wait cut short: %v", err)
 	}
 }
