@@ -42,9 +42,10 @@ const etcdBackoffFloor = 10 * time.Millisecond
 // own process, in Talos time like its others, so scaled with the run. Left in
 // wall time, a joiner whose first dial came before the first member served
 // waited a real second (a Talos minute at 60x) to dial again: half of a join
-// attempt's floored deadline, so that on a loaded machine the attempt ran out
-// after etcd had applied its member add, leaving an unstarted learner Talos
-// v1.12 cannot adopt (peer-url-exists, too-many-learners on a happy path).
+// attempt's floored deadline as it then was (2 s), so that on a loaded
+// machine the attempt ran out after etcd had applied its member add, leaving
+// an unstarted learner Talos v1.12 cannot adopt (peer-url-exists,
+// too-many-learners on a happy path).
 // The connect timeout stays gRPC's 20 s of wall time: the calls' own
 // deadlines bound a connect before it does.
 func etcdConnectParams(clk clock.Clock) grpc.ConnectParams {

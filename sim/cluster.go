@@ -602,7 +602,7 @@ func (c *Cluster) timeout(talos time.Duration) time.Duration {
 // linearizable read). etcd runs at real speed: a Talos deadline of 30 s scaled
 // to half a second would expire on a loaded machine after the change was
 // applied, leaving stale learners and failed health checks real nodes never
-// see. A join attempt has its own, higher under the race detector (race.go).
+// see. A join attempt has its own, higher (norace.go, race.go).
 const etcdOpFloor = 2 * time.Second
 
 // etcdTimeout is a Talos-time deadline in wall time with the etcdOpFloor.

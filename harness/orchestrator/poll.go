@@ -70,11 +70,9 @@ func (e *Env) wait(ctx context.Context, c condition) error {
 
 		// A look the wait's own end cut short says only that: the state
 		// last seen is the one before it.
-		if ctx.Err() != nil && last != "" {
-			return fmt.Errorf("waiting for %s: %w after %d looks (last: %s)", c.what, ctx.Err(), attempt, last)
-		}
+		cut := ctx.Err() != nil && last != ""
 
-		if state := err.Error(); state != last {
+		if state := err.Error(); !cut && state != last {
 			if c.log {
 				e.Log.Add(c.node, "orchestrator.wait", state)
 			}
@@ -83,7 +81,11 @@ func (e *Env) wait(ctx context.Context, c condition) error {
 		}
 
 		why := errNotYet
-		if deadline.IsZero() || time.Now().Before(deadline) {
+
+		switch {
+		case cut:
+			why = ctx.Err()
+		case deadline.IsZero() || time.Now().Before(deadline):
 			why = sleep(ctx, e.d(interval))
 		}
 
