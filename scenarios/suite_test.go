@@ -126,7 +126,7 @@ var _ = Describe("built-in scenario", func() {
 
 // Every built-in scenario at seeds 2 and 3 (seed 1 is above): judged again
 // from its report.json alone, the verdict, outcome, checks and diagnoses are
-// the run's. Run by `make test-rejudge`.
+// the run's. Run by `make test-long`.
 var _ = Describe("built-in scenario rejudged", Label("seeds"), func() {
 	for _, name := range scenarios.Names() {
 		for _, seed := range []int64{2, 3} {

@@ -1,9 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"os"
+	"runtime/metrics"
 	"runtime/pprof"
+	"sync"
+	"time"
 )
 
 // envCPUProfile names a file to write a CPU profile of the whole process to
@@ -11,10 +15,27 @@ import (
 // flag: users never need it, and a flag on every command would say otherwise.
 const envCPUProfile = "TALCHAOS_CPUPROFILE"
 
-// startProfile starts the CPU profile envCPUProfile asks for and returns what
-// stops it; a profile that cannot start is said on stderr and skipped.
+// envHeapProfile names a file to write the heap profile taken when the live
+// heap was largest: what holds a run's peak memory (Step 14's RSS ratio).
+// A heap profile written at exit would show a cluster already torn down.
+const envHeapProfile = "TALCHAOS_HEAPPROFILE"
+
+// heapSampleEvery is how often the live heap is read for envHeapProfile.
+const heapSampleEvery = 100 * time.Millisecond
+
+// startProfile starts the profiles envCPUProfile and envHeapProfile ask for
+// and returns what stops them and writes them; a profile that cannot start is
+// said on stderr and skipped.
 func startProfile() func() {
-	path := os.Getenv(envCPUProfile)
+	stopCPU, stopHeap := startCPUProfile(os.Getenv(envCPUProfile)), startHeapProfile(os.Getenv(envHeapProfile))
+
+	return func() {
+		stopCPU()
+		stopHeap()
+	}
+}
+
+func startCPUProfile(path string) func() {
 	if path == "" {
 		return func() {}
 	}
@@ -36,5 +57,77 @@ func startProfile() func() {
 	return func() {
 		pprof.StopCPUProfile()
 		f.Close() //nolint:errcheck,gosec
+	}
+}
+
+// startHeapProfile reads the live heap every heapSampleEvery and keeps the
+// heap profile of the largest seen; it is written to path when the command
+// ends.
+func startHeapProfile(path string) func() {
+	if path == "" {
+		return func() {}
+	}
+
+	f, err := os.Create(path) //nolint:gosec // the developer's own path
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "talchaos: "+envHeapProfile+":", err)
+
+		return func() {}
+	}
+
+	var (
+		h    heapPeak
+		done = make(chan struct{})
+		wg   sync.WaitGroup
+	)
+
+	wg.Go(func() {
+		t := time.NewTicker(heapSampleEvery)
+		defer t.Stop()
+
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				h.look()
+			}
+		}
+	})
+
+	return func() {
+		close(done)
+		wg.Wait()
+
+		if h.profile.Len() == 0 { // ended before the first tick
+			h.look()
+		}
+
+		if _, err := f.Write(h.profile.Bytes()); err != nil {
+			fmt.Fprintln(os.Stderr, "talchaos: "+envHeapProfile+":", err)
+		}
+
+		f.Close() //nolint:errcheck,gosec
+	}
+}
+
+// heapPeak is the heap profile taken when the live heap was largest. The
+// profile is as of the last garbage collection, which is what the live-heap
+// metric counts too.
+type heapPeak struct {
+	peak    uint64
+	profile bytes.Buffer
+}
+
+// look reads the live heap and takes the profile if it is the largest yet.
+func (h *heapPeak) look() {
+	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(sample)
+
+	if live := sample[0].Value.Uint64(); live > h.peak || h.profile.Len() == 0 {
+		h.peak = live
+
+		h.profile.Reset()
+		pprof.Lookup("heap").WriteTo(&h.profile, 0) //nolint:errcheck,gosec // a buffer does not fail
 	}
 }

@@ -150,6 +150,7 @@ type huntJSON struct {
 	Runs []struct {
 		Seed    int64  `json:"seed"`
 		Verdict string `json:"verdict"`
+		Failure string `json:"failure"`
 	} `json:"runs"`
 }
 
@@ -212,7 +213,7 @@ func (b *bench) scenarios(names []string) [][]string {
 
 		rows = append(rows, []string{
 			"1. time to the outcome: " + name,
-			fmt.Sprintf("median %.1f s (%d of %d passed)", float64(h.Summary.P50Ms)/1000, h.Summary.Passed, h.Summary.Runs),
+			fmt.Sprintf("median %.1f s (%d of %d passed%s)", float64(h.Summary.P50Ms)/1000, h.Summary.Passed, h.Summary.Runs, notPassed(h)),
 			goal,
 		})
 	}
@@ -227,6 +228,20 @@ func (b *bench) scenarios(names []string) [][]string {
 	}
 
 	return rows
+}
+
+// notPassed names the seeds whose expectations did not hold and their
+// verdicts and first failed checks ("; seed 3 fail: …"), so that a changed outcome can be run again.
+func notPassed(h *huntJSON) string {
+	var s string
+
+	for _, r := range h.Runs {
+		if r.Verdict != "pass" {
+			s += fmt.Sprintf("; seed %d %s: %.100s", r.Seed, r.Verdict, r.Failure)
+		}
+	}
+
+	return s
 }
 
 func firstLine(err error) string {
