@@ -35,15 +35,26 @@ func startProfile() func() {
 	}
 }
 
-func startCPUProfile(path string) func() {
+// createProfile creates the file a profile knob names; nil (said on stderr)
+// when it cannot, or when the knob is not set.
+func createProfile(env, path string) *os.File {
 	if path == "" {
-		return func() {}
+		return nil
 	}
 
 	f, err := os.Create(path) //nolint:gosec // the developer's own path
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "talchaos: "+envCPUProfile+":", err)
+		fmt.Fprintln(os.Stderr, "talchaos: "+env+":", err)
 
+		return nil
+	}
+
+	return f
+}
+
+func startCPUProfile(path string) func() {
+	f := createProfile(envCPUProfile, path)
+	if f == nil {
 		return func() {}
 	}
 
@@ -64,14 +75,8 @@ func startCPUProfile(path string) func() {
 // heap profile of the largest seen; it is written to path when the command
 // ends.
 func startHeapProfile(path string) func() {
-	if path == "" {
-		return func() {}
-	}
-
-	f, err := os.Create(path) //nolint:gosec // the developer's own path
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "talchaos: "+envHeapProfile+":", err)
-
+	f := createProfile(envHeapProfile, path)
+	if f == nil {
 		return func() {}
 	}
 
