@@ -135,8 +135,9 @@ test-long:
 # the sum, the longest shard: a 4-runner matrix). Well over an hour on 2
 # cores; BENCH_ARGS picks figures and sizes, e.g.
 #   make bench BENCH_ARGS='-only shards -scenarios invalid-config,pki-mismatch -shard-seeds 1-4 -shards 2'
-# bench-go runs the Go micro-benchmarks.
-bench: build
+# It builds the Kubernetes binaries first (make kube): figure 1 runs the
+# built-ins with Kubernetes too. bench-go runs the Go micro-benchmarks.
+bench: build kube
 	$(GO) run ./hack/bench -bin $(BIN) $(BENCH_ARGS)
 
 bench-go:

@@ -124,7 +124,9 @@ type bench struct {
 func (b *bench) talchaos(dir string, args ...string) (time.Duration, int64, []byte, error) {
 	u, out, err := b.measuredIn(dir, b.bin, args...)
 	if err != nil {
-		err = fmt.Errorf("%w\n%s", err, out)
+		// The first line, which a table row shows, says why: talchaos's
+		// own last line ("talchaos: …").
+		err = fmt.Errorf("%w: %s\n%s", err, lastLine(out), out)
 	}
 
 	return u.wall, u.rss, out, err
