@@ -51,10 +51,10 @@ test: lint kube
 # tests, then the containers', then the fuzzers (this lane ends first; on a
 # fresh machine building the fuzzers' instrumented test binaries takes about
 # 1.5 minutes, measured in docs/measurements.md "Stop 41"); the sim's, then
-# the rest of cmd/talchaos's. Four test processes at a time, as many as 2 cores carry
-# without starving the runs' windows: three packages at once beside the
-# suite's two processes ran the machine at load 16 and lost Kubernetes
-# built-ins, sim and cmd to their deadlines.
+# the rest of cmd/talchaos's. Four test processes at a time, as many as 2
+# cores carry without starving the runs' windows: three packages at once
+# beside the suite's two processes ran the machine at load 16 and lost
+# Kubernetes built-ins, sim and cmd to their deadlines.
 CMD_FIRST := ^(TestRealTarget|TestReplay)
 CMD_SHARDS := ^TestShardedNightly
 CMD_APART := ^(TestRealTarget|TestReplay|TestShardedNightly)

@@ -103,10 +103,7 @@ func startHeapProfile(path string) func() {
 	return func() {
 		close(done)
 		wg.Wait()
-
-		if h.profile.Len() == 0 { // ended before the first tick
-			h.look()
-		}
+		h.look() // the end may be the peak, or come before the first tick
 
 		if _, err := f.Write(h.profile.Bytes()); err != nil {
 			fmt.Fprintln(os.Stderr, "talchaos: "+envHeapProfile+":", err)
