@@ -36,6 +36,7 @@ func main() {
 	list := flag.String("scenarios", "", "comma-separated built-in scenarios for figures 1 and 5 (default: all)")
 	shardSeeds := flag.String("shard-seeds", "1-20", "figure 5: the seeds of the sharded night")
 	shardCount := flag.Int("shards", 4, "figure 5: the shards it is split into")
+	shardsOut := flag.String("shards-out", "", "figure 5: keep the shards and the merged night here (default: a temp dir, removed)")
 	floorChild := flag.String("floor-child", "", "internal: form the floor in this directory, print its formation time and exit")
 	floorSeed := flag.Uint64("floor-seed", 1, "internal: the floor child's seed")
 	flag.Parse()
@@ -98,7 +99,7 @@ func main() {
 	}
 
 	if want("shards") {
-		rows = append(rows, b.shards(names, *list == "", *shardSeeds, *shardCount)...)
+		rows = append(rows, b.shards(names, *list == "", *shardSeeds, *shardCount, *shardsOut)...)
 	}
 
 	fmt.Println("| figure | measured | goal |")
@@ -168,17 +169,26 @@ func (b *bench) hunt1(name, seeds string, parallel int) (*huntJSON, error) {
 		return nil, err
 	}
 
-	data, err := os.ReadFile(filepath.Join(dir, "hunt.json"))
+	h, err := readHunt(filepath.Join(dir, "hunt.json"))
+	if err != nil {
+		return nil, err
+	}
+
+	os.RemoveAll(dir) //nolint:errcheck // reports of many runs: keep the temp dir small
+
+	return h, nil
+}
+
+func readHunt(file string) (*huntJSON, error) {
+	data, err := os.ReadFile(file)
 	if err != nil {
 		return nil, err
 	}
 
 	var h huntJSON
 	if err := json.Unmarshal(data, &h); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", file, err)
 	}
-
-	os.RemoveAll(dir) //nolint:errcheck // reports of many runs: keep the temp dir small
 
 	return &h, nil
 }

@@ -1,19 +1,25 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/talchaos/talchaos/reports"
+	"github.com/talchaos/talchaos/reports/stats"
 )
 
 // shards is figure 5: a night of the catalogue (or -scenarios) over seeds
 // as n shards (nightly --shard K/N) run one after another on this machine:
 // each shard's wall time, their sum (the night on one machine, sharded), and
 // the longest shard, which is what a matrix of n runners like this one
-// takes. The shards are then merged (talchaos merge), which must take them.
-func (b *bench) shards(names []string, all bool, seeds string, n int) [][]string {
+// takes. The shards are then merged (talchaos merge), which must take them,
+// and the merged night's runs counted. With keep, the shards and the merged
+// night stay there.
+func (b *bench) shards(names []string, all bool, seeds string, n int, keep string) [][]string {
 	const goal = "≤ 5 min per shard"
 
 	figure := fmt.Sprintf("5. %s x seeds %s as %d shards, one after another", catalogue(names, all), seeds, n)
@@ -26,7 +32,7 @@ func (b *bench) shards(names []string, all bool, seeds string, n int) [][]string
 	for k := 1; k <= n; k++ {
 		fmt.Fprintf(os.Stderr, "bench: nightly --seeds %s --shard %d/%d\n", seeds, k, n)
 
-		dir := filepath.Join(b.work, fmt.Sprintf("shard-%d", k))
+		dir := filepath.Join(cmp.Or(keep, b.work), fmt.Sprintf("shard-%d", k))
 		args := []string{"nightly", "--seeds", seeds, "--shard", fmt.Sprintf("%d/%d", k, n), "--out", dir}
 
 		if !all {
@@ -42,9 +48,14 @@ func (b *bench) shards(names []string, all bool, seeds string, n int) [][]string
 		dirs = append(dirs, dir)
 	}
 
-	merged := filepath.Join(b.work, "merged")
+	merged := filepath.Join(cmp.Or(keep, b.work), "merged")
 	if _, _, _, err := b.talchaos(b.work, append(append([]string{"merge"}, dirs...), "--out", merged)...); err != nil {
 		return [][]string{{figure, "merge: error: " + firstLine(err), goal}}
+	}
+
+	held, err := nightHeld(merged, dirs)
+	if err != nil {
+		held = "error: " + firstLine(err)
 	}
 
 	var (
@@ -58,15 +69,53 @@ func (b *bench) shards(names []string, all bool, seeds string, n int) [][]string
 		each = append(each, fmt.Sprintf("%d/%d %s", k+1, n, minSec(w)))
 	}
 
-	for _, d := range append(dirs, merged) {
-		os.RemoveAll(d) //nolint:errcheck // many runs' reports: keep the temp dir small
+	if keep == "" {
+		for _, d := range append(dirs, merged) {
+			os.RemoveAll(d) //nolint:errcheck // many runs' reports: keep the temp dir small
+		}
 	}
 
 	return [][]string{
 		{figure + ": each shard", strings.Join(each, ", "), goal},
 		{figure + ": sum (one machine)", minSec(sum), ""},
 		{figure + ": longest shard (" + fmt.Sprint(n) + " runners)", minSec(longest), goal},
+		{figure + ": the merged night", held, "every run passes"},
 	}
+}
+
+// nightHeld says how many of the merged night's runs held their
+// expectations and names those that did not, from the shards' hunts: a
+// night run this fast is worth nothing if its runs fail under the load of
+// --parallel.
+func nightHeld(merged string, shards []string) (string, error) {
+	l, err := stats.ReadLedger(filepath.Join(merged, reports.LedgerFile))
+	if err != nil {
+		return "", err
+	}
+
+	var runs, passed int
+
+	for _, s := range l.Scenarios {
+		runs += s.Runs
+		passed += s.Passed
+	}
+
+	held := fmt.Sprintf("%d of %d runs passed", passed, runs)
+
+	for _, s := range l.Scenarios {
+		if s.Passed == s.Runs {
+			continue
+		}
+
+		for _, dir := range shards {
+			h, err := readHunt(filepath.Join(dir, s.Scenario, reports.HuntJSONFile))
+			if err == nil && notPassed(h) != "" {
+				held += "; " + s.Scenario + strings.TrimPrefix(notPassed(h), ";")
+			}
+		}
+	}
+
+	return held, nil
 }
 
 func catalogue(names []string, all bool) string {
