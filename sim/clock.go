@@ -124,8 +124,11 @@ func KubernetesClockFloors(scale float64) []target.ClockFloor {
 		return nil
 	}
 
+	c := clock.New(scale)
+
+	// A real-time interval d lasts d of wall time, c.Talos(d) of Talos time.
 	real := func(what string, d time.Duration) target.ClockFloor {
-		return target.ClockFloor{What: what, Talos: d, Modelled: time.Duration(float64(d) * scale)}
+		return target.ClockFloor{What: what, Talos: d, Modelled: c.Talos(d)}
 	}
 
 	return []target.ClockFloor{

@@ -88,3 +88,28 @@ func TestEtcdConnectParams(t *testing.T) {
 		}
 	}
 }
+
+// Kubernetes's components run on real time: at a scale above 1 each of their
+// intervals lasts scale times longer in Talos time, and none is a floor at 1.
+func TestKubernetesClockFloors(t *testing.T) {
+	for _, tc := range []struct {
+		scale float64
+		want  time.Duration // the kubelet's node lease (40 s) in Talos time
+	}{
+		{scale: 1},
+		{scale: 2, want: 80 * time.Second},
+		{scale: 60, want: 40 * time.Minute},
+	} {
+		var got time.Duration
+
+		for _, f := range KubernetesClockFloors(tc.scale) {
+			if f.What == "kubelet node lease duration" {
+				got = f.Modelled
+			}
+		}
+
+		if got != tc.want {
+			t.Errorf("scale %g: kubelet node lease modelled as %s, want %s", tc.scale, got, tc.want)
+		}
+	}
+}
