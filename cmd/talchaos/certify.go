@@ -91,7 +91,7 @@ an unsharded run writes.`,
 
 	f := cmd.Flags()
 	f.StringVar(&opts.seeds, "seeds", "1", "seeds to run each scenario with: FROM-TO or a comma-separated list")
-	f.IntVar(&opts.parallel, "parallel", defaultParallel(), "runs at once (simulated nodes; each cluster has its own addresses)")
+	f.IntVar(&opts.parallel, "parallel", defaultParallel(), "runs at once (simulated nodes; each cluster has its own addresses; a run of a Kubernetes or large cluster counts as 2 or more)")
 	f.StringVar(&opts.reportDir, "out", "talchaos-certify", "directory for everything certify writes")
 	f.StringSliceVar(&opts.only, "scenario", nil, "run only these scenarios: built-in names or files (repeat or comma-separate)")
 	f.StringSliceVar(&opts.failOn, "fail-on", []string{reports.Silent, reports.Hung}, "outcomes that make certify exit 1: "+strings.Join(reports.CertifyOutcomes, ", "))
@@ -228,7 +228,9 @@ func runCertify(cmd *cobra.Command, command []string, opts certifyOptions) error
 		indexes[i] = int64(i)
 	}
 
-	seedpool.Run(cmd.Context(), indexes, opts.parallel, func(i int64) bool {
+	weight := func(i int64) int { return slots(jobs[i].sc, tgt) }
+
+	seedpool.RunWeighted(cmd.Context(), indexes, opts.parallel, weight, func(i int64) bool {
 		job := jobs[i]
 
 		run, err := certifyRun(cmd, job, command, opts)

@@ -70,7 +70,7 @@ into the hunt an unsharded run writes.
 	}
 
 	cmd.Flags().StringVar(&opts.seeds, "seeds", "1-10", "seeds to run: FROM-TO or a comma-separated list")
-	cmd.Flags().IntVar(&opts.parallel, "parallel", defaultParallel(), "seeds run at once (simulated nodes; each cluster has its own addresses)")
+	cmd.Flags().IntVar(&opts.parallel, "parallel", defaultParallel(), "seeds run at once (simulated nodes; each cluster has its own addresses; a run of a Kubernetes or large cluster counts as 2 or more)")
 	cmd.Flags().StringVar(&opts.target, "target", "sim", "where the nodes run: sim, container (one Docker container per node), or real (with --inventory)")
 	cmd.Flags().StringVar(&opts.inventory, "inventory", "", "inventory file of a real cluster (--target=real)")
 	cmd.Flags().BoolVar(&opts.allowDestructive, "allow-destructive", false, "permit destructive faults on real nodes")
@@ -250,7 +250,9 @@ func huntSeeds(ctx context.Context, sc *scenario.Scenario, tgt target.Target, se
 		}
 	}
 
-	seedpool.Run(ctx, seeds, opts.parallel, func(seed int64) bool {
+	weight := func(int64) int { return slots(sc, tgt) }
+
+	seedpool.RunWeighted(ctx, seeds, opts.parallel, weight, func(seed int64) bool {
 		r := runSeed(ctx, sc, tgt, seed, arg, opts)
 
 		switch {

@@ -61,7 +61,7 @@ index.html, and runs the --baseline gate on the merged ledger.`,
 
 	f := cmd.Flags()
 	f.StringVar(&opts.seeds, "seeds", "1-3", "seeds to run each scenario with: FROM-TO or a comma-separated list")
-	f.IntVar(&opts.parallel, "parallel", defaultParallel(), "runs at once, of any scenarios")
+	f.IntVar(&opts.parallel, "parallel", defaultParallel(), "runs at once, of any scenarios (a run of a Kubernetes or large cluster counts as 2 or more)")
 	f.StringVar(&opts.reportDir, "out", "talchaos-nightly", "directory for everything nightly writes")
 	f.StringVar(&opts.baseline, "baseline", "", "the previous night's ledger.json to compare with")
 	f.StringVar(&opts.compare, "compare", "", "compare this ledger.json with --baseline instead of running")

@@ -112,7 +112,9 @@ func runNight(ctx context.Context, out io.Writer, tgt target.Target, names []str
 		indexes[i] = int64(i)
 	}
 
-	seedpool.Run(ctx, indexes, opts.parallel, func(i int64) bool {
+	weight := func(i int64) int { return slots(pairs[i].s.sc, tgt) }
+
+	seedpool.RunWeighted(ctx, indexes, opts.parallel, weight, func(i int64) bool {
 		p := pairs[i]
 
 		mu.Lock()

@@ -167,7 +167,9 @@ func reproduction(parent context.Context, sc *scenario.Scenario, tgt target.Targ
 		failure      error
 	)
 
-	seedpool.Run(ctx, seeds, opts.parallel, func(seed int64) bool {
+	weight := func(int64) int { return slots(sc, tgt) }
+
+	seedpool.RunWeighted(ctx, seeds, opts.parallel, weight, func(seed int64) bool {
 		res, err := harness.Run(ctx, sc, harness.Options{
 			Target: tgt, Seed: seed, AllowDestructive: opts.allowDestructive, Replay: "(a shrink candidate)",
 		})

@@ -1,53 +1,61 @@
 // Package seedpool runs one thing over many seeds, some at a time: the worker
-// pool of `hunt` (a scenario over its seeds) and of `hunt --shrink` (a
-// candidate over the same seeds). Each seed is given out once, in order, to
-// the first free worker.
+// pool of `hunt` (a scenario over its seeds), of `hunt --shrink` (a
+// candidate over the same seeds) and of a night's or a certification's
+// (scenario, seed) pairs. Each seed is given out once, in order, as soon as
+// the slots it takes are free.
 package seedpool
 
 import (
 	"context"
 	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sync/semaphore"
 )
 
 // Run calls run for each seed, at most parallel at a time (at least one),
 // until every seed was given out, a call returns false (no more seeds are
 // given out), or ctx ends. It returns once every call it made has returned.
 func Run(ctx context.Context, seeds []int64, parallel int, run func(seed int64) (more bool)) {
+	RunWeighted(ctx, seeds, parallel, nil, run)
+}
+
+// RunWeighted is Run where a seed's call takes weight(seed) of the parallel
+// slots (at least one, at most parallel; nil weighs every seed 1): a heavy
+// run waits until that many calls have returned, and the seeds after it wait
+// behind it, so that seeds still start in order and a heavy one is never
+// passed over for ever.
+func RunWeighted(ctx context.Context, seeds []int64, parallel int, weight func(seed int64) int, run func(seed int64) (more bool)) {
+	parallel = max(parallel, 1)
+
 	var (
-		mu   sync.Mutex
-		next int
-		done bool
-		wg   sync.WaitGroup
+		slots = semaphore.NewWeighted(int64(parallel))
+		wg    sync.WaitGroup
+		done  atomic.Bool
 	)
 
-	take := func() (int64, bool) {
-		mu.Lock()
-		defer mu.Unlock()
-
-		if done || next >= len(seeds) || ctx.Err() != nil {
-			return 0, false
+	for _, seed := range seeds {
+		w := int64(1)
+		if weight != nil {
+			w = int64(min(max(weight(seed), 1), parallel))
 		}
 
-		next++
+		if slots.Acquire(ctx, w) != nil {
+			break
+		}
 
-		return seeds[next-1], true
-	}
+		// A call that returned false set done before it gave its slots back.
+		if done.Load() || ctx.Err() != nil {
+			slots.Release(w)
 
-	for range min(max(parallel, 1), len(seeds)) {
+			break
+		}
+
 		wg.Go(func() {
-			for {
-				seed, ok := take()
-				if !ok {
-					return
-				}
+			defer slots.Release(w)
 
-				if !run(seed) {
-					mu.Lock()
-					done = true
-					mu.Unlock()
-
-					return
-				}
+			if !run(seed) {
+				done.Store(true)
 			}
 		})
 	}

@@ -66,17 +66,75 @@ func TestRun(t *testing.T) {
 	// A context that ends gives out no more seeds.
 	ctx, cancel := context.WithCancel(context.Background())
 
-	var count atomic.Int32
+	var (
+		mu    sync.Mutex
+		count int
+	)
 
+	// The count and the cancel are one step: a call counted between them
+	// would have started before the context ended.
 	Run(ctx, seeds, 2, func(int64) bool {
-		if count.Add(1) == 2 {
+		mu.Lock()
+		defer mu.Unlock()
+
+		if count++; count == 2 {
 			cancel()
 		}
 
 		return true
 	})
 
-	if n := count.Load(); n > 3 {
+	if n := count; n > 3 {
 		t.Errorf("%d seeds ran after the context ended at the second", n)
+	}
+}
+
+// Weighted seeds never take more than the parallel slots at once, every seed
+// runs once, and a seed weighing more than every slot still runs, alone.
+func TestRunWeighted(t *testing.T) {
+	seeds := []int64{1, 2, 3, 4, 5, 6, 7, 8}
+	weights := map[int64]int{2: 3, 5: 2, 7: 10} // the others weigh 1
+
+	for _, parallel := range []int{1, 2, 4} {
+		var (
+			mu          sync.Mutex
+			started     []int64
+			used, peak  int
+			aloneBeside int // slots in use beside seed 7, which takes them all
+		)
+
+		RunWeighted(context.Background(), seeds, parallel, func(seed int64) int { return max(weights[seed], 1) }, func(seed int64) bool {
+			w := min(max(weights[seed], 1), parallel)
+
+			mu.Lock()
+			started = append(started, seed)
+			used += w
+			peak = max(peak, used)
+
+			if seed == 7 {
+				aloneBeside = used - w
+			}
+			mu.Unlock()
+
+			time.Sleep(2 * time.Millisecond)
+
+			mu.Lock()
+			used -= w
+			mu.Unlock()
+
+			return true
+		})
+
+		if slices.Sort(started); !slices.Equal(started, seeds) {
+			t.Errorf("parallel %d: ran %v, want every seed once", parallel, started)
+		}
+
+		if peak > parallel {
+			t.Errorf("parallel %d: %d slots in use at once", parallel, peak)
+		}
+
+		if aloneBeside != 0 {
+			t.Errorf("parallel %d: seed 7 (weight 10) ran beside %d slots' worth", parallel, aloneBeside)
+		}
 	}
 }
