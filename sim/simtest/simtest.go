@@ -70,6 +70,13 @@ type Options struct {
 	// Seed drives the simulated nodes' random choices and the faults'
 	// (a latency's jitter): the same seed makes the same choices.
 	Seed int64
+	// Kubernetes runs the real kube-apiserver, controller manager and
+	// scheduler on every control plane once etcd runs there, and a KWOK
+	// kubelet per node, as `talchaos up --kubernetes` does: the Talos API
+	// serves the admin kubeconfig once the cluster is bootstrapped. It needs
+	// the Kubernetes binaries (make kube) and the right to add the nodes'
+	// addresses; sim.KubernetesAvailable says whether they are here.
+	Kubernetes bool
 }
 
 // Node is one node of the cluster.
@@ -215,7 +222,7 @@ func scenarioOf(opts Options) (*scenario.Scenario, error) {
 		"name":       "simtest",
 		"talos":      opts.Talos,
 		"timeScale":  opts.TimeScale,
-		"cluster":    map[string]any{"controlPlanes": max(opts.ControlPlanes, 1), "workers": opts.Workers},
+		"cluster":    map[string]any{"controlPlanes": max(opts.ControlPlanes, 1), "workers": opts.Workers, "kubernetes": opts.Kubernetes},
 	}
 
 	if opts.Talos == "" {
@@ -252,7 +259,7 @@ func scenarioOf(opts Options) (*scenario.Scenario, error) {
 // optionFields names the Options field behind each scenario field.
 var optionFields = map[string]string{
 	"timeScale": "TimeScale", "talos": "Talos",
-	"cluster.controlPlanes": "ControlPlanes", "cluster.workers": "Workers",
+	"cluster.controlPlanes": "ControlPlanes", "cluster.workers": "Workers", "cluster.kubernetes": "Kubernetes",
 }
 
 // fieldErrors says the problems of a scenario built from Go values in terms
