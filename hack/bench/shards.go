@@ -29,10 +29,12 @@ func (b *bench) shards(names []string, all bool, seeds string, n int, keep strin
 		dirs  []string
 	)
 
+	root := cmp.Or(keep, b.work)
+
 	for k := 1; k <= n; k++ {
 		fmt.Fprintf(os.Stderr, "bench: nightly --seeds %s --shard %d/%d\n", seeds, k, n)
 
-		dir := filepath.Join(cmp.Or(keep, b.work), fmt.Sprintf("shard-%d", k))
+		dir := filepath.Join(root, fmt.Sprintf("shard-%d", k))
 		args := []string{"nightly", "--seeds", seeds, "--shard", fmt.Sprintf("%d/%d", k, n), "--out", dir}
 
 		if !all {
@@ -48,12 +50,12 @@ func (b *bench) shards(names []string, all bool, seeds string, n int, keep strin
 		dirs = append(dirs, dir)
 	}
 
-	merged := filepath.Join(cmp.Or(keep, b.work), "merged")
+	merged := filepath.Join(root, "merged")
 	if _, _, _, err := b.talchaos(b.work, append(append([]string{"merge"}, dirs...), "--out", merged)...); err != nil {
 		return [][]string{{figure, "merge: error: " + firstLine(err), goal}}
 	}
 
-	held, err := nightHeld(merged, dirs)
+	held, err := nightHeld(merged)
 	if err != nil {
 		held = "error: " + firstLine(err)
 	}
@@ -84,10 +86,10 @@ func (b *bench) shards(names []string, all bool, seeds string, n int, keep strin
 }
 
 // nightHeld says how many of the merged night's runs held their
-// expectations and names those that did not, from the shards' hunts: a
+// expectations and names those that did not, from the merged hunts: a
 // night run this fast is worth nothing if its runs fail under the load of
 // --parallel.
-func nightHeld(merged string, shards []string) (string, error) {
+func nightHeld(merged string) (string, error) {
 	l, err := stats.ReadLedger(filepath.Join(merged, reports.LedgerFile))
 	if err != nil {
 		return "", err
@@ -107,12 +109,12 @@ func nightHeld(merged string, shards []string) (string, error) {
 			continue
 		}
 
-		for _, dir := range shards {
-			h, err := readHunt(filepath.Join(dir, s.Scenario, reports.HuntJSONFile))
-			if err == nil && notPassed(h) != "" {
-				held += "; " + s.Scenario + strings.TrimPrefix(notPassed(h), ";")
-			}
+		h, err := readHunt(filepath.Join(merged, s.Scenario, reports.HuntJSONFile))
+		if err != nil {
+			return "", err
 		}
+
+		held += "; " + s.Scenario + strings.TrimPrefix(notPassed(h), ";")
 	}
 
 	return held, nil
