@@ -323,7 +323,11 @@ func runCluster(ctx context.Context, sc *scenario.Scenario, clk clock.Clock, opt
 		return fmt.Errorf("interrupted: %w", ctx.Err())
 	}
 
-	// The verdict is the judge's, from the record alone.
+	// The verdict is the judge's, from the record alone; the record ends
+	// here, so the report holds what the verdict was drawn from (a log line
+	// still streaming in would otherwise make a rejudge differ).
+	rec.Close()
+
 	v := judge.Judge(rec.History(), sc.Expect)
 	res.Outcome, res.Diagnoses, res.Checks, res.Verdict = v.Outcome, v.Diagnoses, v.Checks, v.Verdict
 

@@ -94,3 +94,30 @@ func texts(es []Entry) []string {
 
 	return out
 }
+
+// A closed recorder keeps its history as it was: what arrives after the
+// verdict is drawn (a log line still streaming in) is neither in the history
+// the report holds nor in a fold, so a rejudge reads what the verdict read.
+func TestCloseEndsTheHistory(t *testing.T) {
+	rec := NewRecorder(time.Now(), clock.New(60), []Node{{Name: "cp1", Role: "controlplane", Address: "127.0.9.2"}})
+	f := rec.Follow(func(History) Fold { return &seen{} })
+
+	rec.Log(10*time.Millisecond, "cp1", Log{Source: LogEtcd, Text: "slow fdatasync"})
+	rec.Close()
+	rec.Log(20*time.Millisecond, "cp1", Log{Source: LogEtcd, Text: "slow fdatasync"})
+	rec.Observe(30*time.Millisecond, &NodeObservation{Name: "cp1", Address: "127.0.9.2", Mode: ModeMaintenance}, true)
+	rec.Step("cp1", "apply")
+
+	if got := texts(rec.History().Entries); !slices.Equal(got, []string{"slow fdatasync"}) {
+		t.Errorf("history after Close: %v, want only the line recorded before", got)
+	}
+
+	f.Read(func(fold Fold) {
+		if got := len(fold.(*seen).entries); got != 1 {
+			t.Errorf("the fold was given %d entries, want 1", got)
+		}
+	})
+
+	var nilRec *Recorder
+	nilRec.Close() // a run outside a scenario has none
+}

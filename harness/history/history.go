@@ -136,6 +136,9 @@ type Recorder struct {
 	lastAt map[string]time.Duration    // and when it was recorded
 	scrub  func(string) string
 	folds  []*Follower
+	// closed: the verdict has been drawn; nothing more is recorded, so the
+	// report's history is the one the verdict was drawn from.
+	closed bool
 }
 
 // Fold is a fold over a history's entries in their order (as porcupine's
@@ -211,6 +214,10 @@ func (r *Recorder) add(at time.Duration, e Entry) {
 
 	r.mu.Lock()
 	defer r.mu.Unlock()
+
+	if r.closed {
+		return
+	}
 
 	e.TalosMs = r.clock.TalosMs(e.WallMs)
 
@@ -337,6 +344,19 @@ func (r *Recorder) Step(node, text string) {
 	}
 
 	r.add(r.Since(), Entry{Node: node, Step: r.clean(text)})
+}
+
+// Close ends the history: what is recorded afterwards (a log line still on
+// its way when the run draws its verdict) is dropped, and History returns
+// the same entries from now on. A nil Recorder has nothing to close.
+func (r *Recorder) Close() {
+	if r == nil {
+		return
+	}
+
+	r.mu.Lock()
+	r.closed = true
+	r.mu.Unlock()
 }
 
 // History is a copy of what was recorded so far, in time order.
