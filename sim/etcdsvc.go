@@ -590,7 +590,7 @@ func (n *Node) runEtcdOnce(ctx context.Context, svc *service, args etcdStartArgs
 
 	e, err := embed.StartEtcd(cfg)
 	if err == nil {
-		guard.e.Store(e)
+		guard.guard(e)
 	}
 
 	if err != nil {
@@ -621,16 +621,16 @@ func (n *Node) runEtcdOnce(ctx context.Context, svc *service, args etcdStartArgs
 		}
 
 		n.dropLocalEtcd(e)
-		closeEtcd(e, killed)
+		closeEtcd(e, guard, killed)
 
 		return nil
 	case err := <-e.Err():
 		n.dropLocalEtcd(e)
-		closeEtcd(e, false)
+		closeEtcd(e, guard, false)
 		fatalLine(out, "etcd exited", err)
 	case <-e.Server.StopNotify():
 		n.dropLocalEtcd(e)
-		closeEtcd(e, false)
+		closeEtcd(e, guard, false)
 	}
 
 	n.mu.Lock()
@@ -663,12 +663,16 @@ func fatalLine(w io.Writer, msg string, err error) {
 	fmt.Fprintf(w, "%s\n", line) //nolint:errcheck // a lost log line must not stop the node
 }
 
+// drainWait bounds how long a kill waits for the streams it ends: a Watch
+// handler returns as soon as its send loop has.
+const drainWait = 5 * time.Second
+
 // closeEtcd stops an embedded etcd, killed (no leadership transfer) or not.
 // etcd 3.6's embed.Etcd.Close first waits for its client servers, which start
 // only once the server is ready or stopping: a member that never got ready (a
 // learner cut off from its leader) would block Close forever, so such a
 // member is always killed first.
-func closeEtcd(e *embed.Etcd, kill bool) {
+func closeEtcd(e *embed.Etcd, guard *stopGuard, kill bool) {
 	select {
 	case <-e.Server.ReadyNotify():
 	default:
@@ -676,6 +680,9 @@ func closeEtcd(e *embed.Etcd, kill bool) {
 	}
 
 	if kill {
+		// A kill closes the backend while the client servers still serve:
+		// end their streams first (stopGuard).
+		guard.drain(drainWait)
 		e.Server.HardStop()
 	}
 
