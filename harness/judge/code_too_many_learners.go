@@ -92,8 +92,8 @@ func (ev *Evidence) slotTaken(node string, at time.Duration) (held time.Duration
 			continue
 		}
 
-		end, wasPromoted := ev.PromotedAt(o.Name)
-		if !wasPromoted || end > joined {
+		end, wasPromoted, ended := ev.StintEnd(o.Name)
+		if !ended || end > joined {
 			// Still a learner when node got in: the slot was freed by its
 			// removal (a promotion after that is of a later join).
 			end, wasPromoted = joined, false

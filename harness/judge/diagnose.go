@@ -21,6 +21,12 @@ type Evidence struct {
 	machined, etcd           map[string][]LogLine
 	learnerSince, promotedAt map[string]time.Duration
 	refusalsFrom             map[string]time.Duration
+	// learnerID is the member of each node's first learner stint, and
+	// removedAt when that member was seen gone from the cluster without a
+	// promotion (removed, the node to join again as another member: a
+	// promotion after that is of the later member's stint).
+	learnerID map[string]uint64
+	removedAt map[string]time.Duration
 	// startedAt is when each node's learner was first seen named (its etcd
 	// had started).
 	startedAt map[string]time.Duration
@@ -125,6 +131,28 @@ func (ev *Evidence) PromotedAt(node string) (time.Duration, bool) {
 	t, ok := ev.promotedAt[node]
 
 	return t, ok && !ev.Snapshot
+}
+
+// StintEnd reports when the node's first learner stint ended: at its
+// member's promotion, or when that member was removed before any; promoted
+// says which. A node removed and joined again (a reset) is promoted, if at
+// all, as another member, which does not end the first stint a second time.
+func (ev *Evidence) StintEnd(node string) (end time.Duration, promoted, ended bool) {
+	if ev.Snapshot {
+		return 0, false, false
+	}
+
+	removed, wasRemoved := ev.removedAt[node]
+	at, wasPromoted := ev.promotedAt[node]
+
+	switch {
+	case wasRemoved && (!wasPromoted || removed < at):
+		return removed, false, true
+	case wasPromoted:
+		return at, true, true
+	default:
+		return 0, false, false
+	}
 }
 
 // talosPromoteWindow is Talos's promote loop budget on every line (TALOS-FIDELITY.md §1).

@@ -51,6 +51,8 @@ func NewEvidence(h history.History, opts Options) *Evidence {
 		learnerSince:   map[string]time.Duration{},
 		promotedAt:     map[string]time.Duration{},
 		refusalsFrom:   map[string]time.Duration{},
+		learnerID:      map[string]uint64{},
+		removedAt:      map[string]time.Duration{},
 		startedAt:      map[string]time.Duration{},
 		EtcdFailed:     map[string]ServiceAt{},
 		SpecWaiting:    map[string]time.Duration{},
@@ -187,10 +189,29 @@ func (ev *Evidence) memberships() {
 				}
 
 				ev.refusalsFrom[node] = from
+				ev.learnerID[node] = m.ID
 			case !m.IsLearner && wasLearner && !promoted:
 				ev.promotedAt[node] = cur.At
 			}
 		}
+	}
+
+	// A first stint's learner gone from the members before its promotion
+	// was removed.
+	main := cur.Main()
+	if len(main.Members) == 0 {
+		return
+	}
+
+	for node, id := range ev.learnerID {
+		_, promoted := ev.promotedAt[node]
+		_, removed := ev.removedAt[node]
+
+		if promoted || removed || slices.ContainsFunc(main.Members, func(m history.Member) bool { return m.ID == id }) {
+			continue
+		}
+
+		ev.removedAt[node] = cur.At
 	}
 }
 

@@ -124,7 +124,7 @@ func (l learner) runningFor(ev *Evidence) string {
 // another node became the learner (etcd's refusal names no member, and
 // there is one learner at a time).
 func (ev *Evidence) refusalsUntil(node string, since time.Duration) (time.Duration, bool) {
-	until, ended := ev.PromotedAt(node)
+	until, _, ended := ev.StintEnd(node)
 
 	end := func(at time.Duration) {
 		if !ended || at < until {
