@@ -41,6 +41,7 @@ FUZZPAR  ?= 1
 FUZZMIN  ?= 20x
 
 test: lint kube
+	@echo "[lanes start $$(date +%T)]"
 	$(MAKE) --no-print-directory -j3 test-lane-scenarios test-lane-cmd test-lane-sim
 
 # make test runs in three lanes side by side, each about 12 minutes on 2
@@ -60,19 +61,34 @@ CMD_SHARDS := ^TestShardedNightly
 CMD_APART := ^(TestRealTarget|TestReplay|TestShardedNightly)
 QUICK_PACKAGES = $$($(GO) list ./... | grep -v -e '/scenarios$$' -e '/sim/container$$' -e '/talchaos/sim$$' -e '/cmd/talchaos$$' -e '/examples/bootstrap$$')
 
+# Each lane's steps say when they start and end (LANE_MARK), so that the
+# lanes can be balanced from any make test's output.
+LANE_MARK = @echo "[lane $@ $$(date +%T)]"
+
 test-lane-scenarios:
+	$(LANE_MARK) suite
 	$(MAKE) --no-print-directory test-scenarios
+	$(LANE_MARK) packages
 	$(GO) test -count=1 -race -timeout 8m -p 1 ./examples/bootstrap $(QUICK_PACKAGES)
+	$(LANE_MARK) sharded night
 	$(GO) test -count=1 -race -timeout 8m -run '$(CMD_SHARDS)' ./cmd/talchaos
+	$(LANE_MARK) done
 
 test-lane-cmd:
+	$(LANE_MARK) cmd real-target and replay
 	$(GO) test -count=1 -race -timeout 12m -run '$(CMD_FIRST)' ./cmd/talchaos
+	$(LANE_MARK) containers
 	$(GO) test -count=1 -race -timeout 12m ./sim/container
+	$(LANE_MARK) fuzz
 	$(MAKE) --no-print-directory fuzz
+	$(LANE_MARK) done
 
 test-lane-sim:
+	$(LANE_MARK) sim
 	$(GO) test -count=1 -race -timeout 12m ./sim
+	$(LANE_MARK) cmd
 	$(GO) test -count=1 -race -timeout 12m -skip '$(CMD_APART)' ./cmd/talchaos
+	$(LANE_MARK) done
 
 # Every package's tests, as one go test (what the lanes run, in one).
 test-packages:
