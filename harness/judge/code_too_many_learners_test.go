@@ -46,6 +46,15 @@ func TestTooManyLearnersStints(t *testing.T) {
 			observed(12000, "cp1", history.ModeConfigured, ok, []history.Member{cp1v, member(5, "cp3", cp3, true)}, false),
 			observed(14000, "cp1", history.ModeConfigured, ok, []history.Member{cp1v, member(5, "cp3", cp3, false), member(4, "cp2", cp2, true)}, false),
 		}, final(17000, cp1v, member(4, "cp2", cp2, false), member(5, "cp3", cp3, false))...), true, 11000, false},
+		{"removed, seen gone once cp2's own view is gone too", append([]history.Entry{
+			observed(1000, "cp1", history.ModeConfigured, ok, []history.Member{cp1v, member(2, "cp2", cp2, true)}, false),
+			observed(2000, "cp2", history.ModeConfigured, ok, []history.Member{cp1v, member(2, "cp2", cp2, true)}, false),
+			refused,
+			observed(11000, "cp1", history.ModeConfigured, ok, []history.Member{cp1v}, false),
+			observed(11500, "cp2", history.ModeMaintenance, nil, nil, false),
+			observed(12000, "cp1", history.ModeConfigured, ok, []history.Member{cp1v, member(4, "cp2", cp2, true)}, false),
+			observed(14000, "cp1", history.ModeConfigured, ok, []history.Member{cp1v, member(4, "cp2", cp2, false)}, false),
+		}, final(17000, cp1v, member(4, "cp2", cp2, false), member(5, "cp3", cp3, false))...), true, 11500, false},
 		{"promoted: a queue", append([]history.Entry{
 			observed(1000, "cp1", history.ModeConfigured, ok, []history.Member{cp1v, member(2, "cp2", cp2, true)}, false),
 			refused,

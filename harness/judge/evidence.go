@@ -197,9 +197,18 @@ func (ev *Evidence) memberships() {
 	}
 
 	// A first stint's learner gone from the members before its promotion
-	// was removed.
-	main := cur.Main()
-	if len(main.Members) == 0 {
+	// was removed: gone from every node's last member list, so that a view
+	// a node has not refreshed yet still counts it (a removal is seen late,
+	// never early).
+	var lists [][]history.Member
+
+	for _, n := range cur.Ordered() {
+		if len(n.Members) > 0 {
+			lists = append(lists, n.Members)
+		}
+	}
+
+	if len(lists) == 0 {
 		return
 	}
 
@@ -207,11 +216,13 @@ func (ev *Evidence) memberships() {
 		_, promoted := ev.promotedAt[node]
 		_, removed := ev.removedAt[node]
 
-		if promoted || removed || slices.ContainsFunc(main.Members, func(m history.Member) bool { return m.ID == id }) {
-			continue
-		}
+		listed := slices.ContainsFunc(lists, func(members []history.Member) bool {
+			return slices.ContainsFunc(members, func(m history.Member) bool { return m.ID == id })
+		})
 
-		ev.removedAt[node] = cur.At
+		if !promoted && !removed && !listed {
+			ev.removedAt[node] = cur.At
+		}
 	}
 }
 
