@@ -44,8 +44,8 @@ test: lint kube
 	@echo "[lanes start $$(date +%T)]"
 	$(MAKE) --no-print-directory -j3 test-lane-scenarios test-lane-cmd test-lane-sim
 
-# make test runs in three lanes side by side, each about 12 minutes on 2
-# cores (14 to 16 in all with the build), balanced by measurement
+# make test runs in three lanes side by side, each about 13.5 minutes on 2
+# cores (about 14 in all with warm caches), balanced by measurement
 # (docs/measurements.md, "Stop 34", "Stop 39" and "Stop 43"): the scenario
 # suite (two processes), then the example bootstrap's certification and the
 # quick packages; cmd/talchaos's real-target and replay tests, then the

@@ -154,9 +154,11 @@ func TestStopGuardDrain(t *testing.T) {
 	}
 }
 
-// A member killed while a watch with previous values follows a stream of
-// writes (what a kube-apiserver keeps open) stops without a panic, and the
-// watch ends.
+// A member killed while watches with previous values follow a stream of
+// writes (what a kube-apiserver keeps open) stops, without a panic. (It never
+// reproduced the panic without the drain in 15 kills: a kill then took 7.5 s,
+// the client servers' graceful stop waiting out etcd's request timeout for
+// the open watches; with the drain, 0.5 s.)
 func TestKillWithWatchers(t *testing.T) {
 	for i := range 3 {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
