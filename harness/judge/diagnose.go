@@ -30,6 +30,11 @@ type Evidence struct {
 	// startedAt is when each node's learner was first seen named (its etcd
 	// had started).
 	startedAt map[string]time.Duration
+	// stints are every member's time as a learner, in the order first
+	// seen, a node's removed member and its later one apart; stintOf finds
+	// a member's.
+	stints  []stint
+	stintOf map[uint64]int
 
 	// The fold's own state (Apply): the nodes, the history's start, the
 	// cluster as the entries so far show it, each node's last API mode and

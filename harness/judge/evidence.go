@@ -54,6 +54,7 @@ func NewEvidence(h history.History, opts Options) *Evidence {
 		learnerID:      map[string]uint64{},
 		removedAt:      map[string]time.Duration{},
 		startedAt:      map[string]time.Duration{},
+		stintOf:        map[uint64]int{},
 		EtcdFailed:     map[string]ServiceAt{},
 		SpecWaiting:    map[string]time.Duration{},
 		TimeWaiting:    map[string]ServiceAt{},
@@ -193,6 +194,8 @@ func (ev *Evidence) memberships() {
 			case !m.IsLearner && wasLearner && !promoted:
 				ev.promotedAt[node] = cur.At
 			}
+
+			ev.stint(node, m, cur.At)
 		}
 	}
 
@@ -223,6 +226,41 @@ func (ev *Evidence) memberships() {
 		if !promoted && !removed && !listed {
 			ev.removedAt[node] = cur.At
 		}
+	}
+
+	for i, st := range ev.stints {
+		listed := slices.ContainsFunc(lists, func(members []history.Member) bool {
+			return slices.ContainsFunc(members, func(m history.Member) bool { return m.ID == st.id })
+		})
+
+		if st.end == nil && !listed {
+			at := cur.At
+			ev.stints[i].end, ev.stints[i].removed = &at, true
+		}
+	}
+}
+
+// stint is one member's time as a learner: from when it was first seen one
+// to its promotion or removal (end, nil while it lasts).
+type stint struct {
+	node    string
+	id      uint64
+	learner time.Duration
+	end     *time.Duration
+	removed bool
+}
+
+// stint notes member m of node at a look: a learner not seen before begins
+// a stint, a voter ends its member's.
+func (ev *Evidence) stint(node string, m history.Member, at time.Duration) {
+	i, seen := ev.stintOf[m.ID]
+
+	switch {
+	case m.IsLearner && !seen:
+		ev.stintOf[m.ID] = len(ev.stints)
+		ev.stints = append(ev.stints, stint{node: node, id: m.ID, learner: at})
+	case !m.IsLearner && seen && ev.stints[i].end == nil:
+		ev.stints[i].end = &at
 	}
 }
 

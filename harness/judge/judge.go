@@ -59,18 +59,22 @@ func outcome(ev *Evidence) result.Outcome {
 		out.Upgraded = new(len(ev.Upgraded()))
 	}
 
-	for node, since := range ev.learnerSince {
-		p := result.Promotion{Node: node, LearnerMs: since.Milliseconds(), PromotedMs: -1}
+	// A row a member: a node removed and joined again waited twice.
+	for _, st := range ev.stints {
+		p := result.Promotion{Node: st.node, Member: history.Member{ID: st.id}.IDString(), LearnerMs: st.learner.Milliseconds(), PromotedMs: -1}
 
-		if at, ok := ev.promotedAt[node]; ok {
-			p.PromotedMs = at.Milliseconds()
-			p.WaitTalos = ev.Clock.TalosString(at - since)
+		switch {
+		case st.end != nil && st.removed:
+			p.RemovedMs = max(st.end.Milliseconds(), 1)
+		case st.end != nil:
+			p.PromotedMs = st.end.Milliseconds()
+			p.WaitTalos = ev.Clock.TalosString(*st.end - st.learner)
 		}
 
 		out.Promotions = append(out.Promotions, p)
 	}
 
-	sort.Slice(out.Promotions, func(i, j int) bool {
+	sort.SliceStable(out.Promotions, func(i, j int) bool {
 		a, b := out.Promotions[i], out.Promotions[j]
 
 		return a.LearnerMs < b.LearnerMs || (a.LearnerMs == b.LearnerMs && a.Node < b.Node)

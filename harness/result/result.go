@@ -143,11 +143,18 @@ type Outcome struct {
 	Upgraded *int `json:"upgraded,omitempty"`
 }
 
-// Promotion is one node's time as a learner. PromotedMs is -1 when it never was.
+// Promotion is one member's time as a learner: a node removed and joined
+// again has a row for each of its members. PromotedMs is -1 when it never
+// was; RemovedMs, when it is not 0, is when the member was seen gone from
+// the cluster before a promotion.
 type Promotion struct {
-	Node       string `json:"node"`
+	Node string `json:"node"`
+	// Member is the member's ID as talosctl prints it (older reports,
+	// a row a node, have none).
+	Member     string `json:"member,omitempty"`
 	LearnerMs  int64  `json:"learnerMs"`
 	PromotedMs int64  `json:"promotedMs"`
+	RemovedMs  int64  `json:"removedMs,omitempty"`
 	// WaitTalos is the wait in Talos time (wall time × time scale), e.g. "45s".
 	WaitTalos string `json:"waitTalos,omitempty"`
 }
@@ -330,6 +337,13 @@ func (r *Result) checkOutcome(p *strictjson.Problems) {
 
 		if pr.PromotedMs < -1 {
 			p.Addf(strictjson.Key(pp, "promotedMs"), "is %d: an offset, or -1 for never", pr.PromotedMs)
+		}
+
+		switch {
+		case pr.RemovedMs < 0:
+			p.Addf(strictjson.Key(pp, "removedMs"), "is %d: an offset, or 0 for not removed", pr.RemovedMs)
+		case pr.RemovedMs > 0 && pr.PromotedMs >= 0:
+			p.Addf(strictjson.Key(pp, "removedMs"), "is %d: a promoted member's stint ends at its promotion (promotedMs %d)", pr.RemovedMs, pr.PromotedMs)
 		}
 	}
 

@@ -61,6 +61,8 @@ func TestValidate(t *testing.T) {
 		{"schedule unnamed", func(r *Result) { r.Schedule[0].Name = "" }, []string{"schedule[0].name: is empty"}},
 		{"voters", func(r *Result) { r.Outcome.Voters = -1 }, []string{"outcome.voters: is -1"}},
 		{"promotion", func(r *Result) { r.Outcome.Promotions[0].PromotedMs = -2 }, []string{"outcome.promotions[0].promotedMs: is -2: an offset, or -1 for never"}},
+		{"removal", func(r *Result) { r.Outcome.Promotions[0].RemovedMs = -1 }, []string{"outcome.promotions[0].removedMs: is -1: an offset, or 0 for not removed"}},
+		{"removal after a promotion", func(r *Result) { r.Outcome.Promotions[0].PromotedMs, r.Outcome.Promotions[0].RemovedMs = 7, 9 }, []string{"outcome.promotions[0].removedMs: is 9: a promoted member's stint ends at its promotion (promotedMs 7)"}},
 		{"fault offsets", func(r *Result) { r.Faults[0].EndMs = -9 }, []string{"faults[0].endMs: is -9"}},
 		{"diagnosis time", func(r *Result) { r.Diagnoses = []Diagnosis{{TMs: -1}} }, []string{"diagnoses[0].tMs: is -1"}},
 		{"history", func(r *Result) { r.History.Scale = 0 }, []string{"history.scale: is 0"}},

@@ -327,7 +327,9 @@ type Expect struct {
 }
 
 // ExpectedPromotion bounds one node's wait from becoming a learner to being
-// promoted (Talos time); zero bounds are not checked. The node must be promoted.
+// promoted (Talos time); zero bounds are not checked. The node must be
+// promoted; a node that joined again as another member is judged by its
+// last promoted member.
 type ExpectedPromotion struct {
 	Node    string   `yaml:"node"`
 	AtLeast Duration `yaml:"atLeast"`
