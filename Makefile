@@ -44,8 +44,9 @@ test: lint kube
 	@echo "[lanes start $$(date +%T)]"
 	$(MAKE) --no-print-directory -j3 test-lane-scenarios test-lane-cmd test-lane-sim
 
-# make test runs in three lanes side by side, each about 13.5 minutes on 2
-# cores (about 14 in all with warm caches), balanced by measurement
+# make test runs in three lanes side by side, each about 10.5 minutes on
+# stop 44's 2 cores with warm caches (the same tree took 14 on stop 43's),
+# balanced by measurement
 # (docs/measurements.md, "Stop 34", "Stop 39", "Stop 43" and "Stop 44"): the
 # scenario suite (two processes), then the example bootstrap's certification
 # and the quick packages; cmd/talchaos's two tests without the race detector
