@@ -228,12 +228,17 @@ func (ev *Evidence) memberships() {
 		}
 	}
 
+	// Any member's stint ends the same way: gone from every list.
 	for i, st := range ev.stints {
+		if st.end != nil {
+			continue
+		}
+
 		listed := slices.ContainsFunc(lists, func(members []history.Member) bool {
 			return slices.ContainsFunc(members, func(m history.Member) bool { return m.ID == st.id })
 		})
 
-		if st.end == nil && !listed {
+		if !listed {
 			at := cur.At
 			ev.stints[i].end, ev.stints[i].removed = &at, true
 		}
