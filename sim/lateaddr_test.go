@@ -38,7 +38,8 @@ func talos6110() *scenario.Scenario {
 // boot, as Talos before v1.2.0 did, the peer certificate names the public
 // address only: cp1's etcd dialling cp2 at its private address gets Go's
 // exact "x509: certificate is valid for 10.197.230.12, not 172.16.0.12"
-// (talos #6110), and cp2 stays a learner.
+// (talos #6110; logged when its prober happens on one of cp2's etcd starts),
+// cp2's etcd logs the refused handshakes, and cp2 stays a learner.
 func TestAddressLate(t *testing.T) {
 	// crypto/tls's error around crypto/x509's HostnameError, as etcd's
 	// peer transport logs it.
