@@ -21,18 +21,13 @@ type Evidence struct {
 	machined, etcd           map[string][]LogLine
 	learnerSince, promotedAt map[string]time.Duration
 	refusalsFrom             map[string]time.Duration
-	// learnerID is the member of each node's first learner stint, and
-	// removedAt when that member was seen gone from the cluster without a
-	// promotion (removed, the node to join again as another member: a
-	// promotion after that is of the later member's stint).
-	learnerID map[string]uint64
-	removedAt map[string]time.Duration
 	// startedAt is when each node's learner was first seen named (its etcd
 	// had started).
 	startedAt map[string]time.Duration
 	// stints are every member's time as a learner, in the order first
-	// seen, a node's removed member and its later one apart; stintOf finds
-	// a member's.
+	// seen, a node's removed member and its later one apart (a promotion
+	// after a removal is of the later member's stint); stintOf finds a
+	// member's.
 	stints  []stint
 	stintOf map[uint64]int
 
@@ -143,21 +138,12 @@ func (ev *Evidence) PromotedAt(node string) (time.Duration, bool) {
 // says which. A node removed and joined again (a reset) is promoted, if at
 // all, as another member, which does not end the first stint a second time.
 func (ev *Evidence) StintEnd(node string) (end time.Duration, promoted, ended bool) {
-	if ev.Snapshot {
+	i := slices.IndexFunc(ev.stints, func(st stint) bool { return st.node == node })
+	if ev.Snapshot || i < 0 || !ev.stints[i].ended {
 		return 0, false, false
 	}
 
-	removed, wasRemoved := ev.removedAt[node]
-	at, wasPromoted := ev.promotedAt[node]
-
-	switch {
-	case wasRemoved && (!wasPromoted || removed < at):
-		return removed, false, true
-	case wasPromoted:
-		return at, true, true
-	default:
-		return 0, false, false
-	}
+	return ev.stints[i].end, !ev.stints[i].removed, true
 }
 
 // talosPromoteWindow is Talos's promote loop budget on every line (TALOS-FIDELITY.md §1).

@@ -51,8 +51,6 @@ func NewEvidence(h history.History, opts Options) *Evidence {
 		learnerSince:   map[string]time.Duration{},
 		promotedAt:     map[string]time.Duration{},
 		refusalsFrom:   map[string]time.Duration{},
-		learnerID:      map[string]uint64{},
-		removedAt:      map[string]time.Duration{},
 		startedAt:      map[string]time.Duration{},
 		stintOf:        map[uint64]int{},
 		EtcdFailed:     map[string]ServiceAt{},
@@ -190,7 +188,6 @@ func (ev *Evidence) memberships() {
 				}
 
 				ev.refusalsFrom[node] = from
-				ev.learnerID[node] = m.ID
 			case !m.IsLearner && wasLearner && !promoted:
 				ev.promotedAt[node] = cur.At
 			}
@@ -199,10 +196,10 @@ func (ev *Evidence) memberships() {
 		}
 	}
 
-	// A first stint's learner gone from the members before its promotion
-	// was removed: gone from every node's last member list, so that a view
-	// a node has not refreshed yet still counts it (a removal is seen late,
-	// never early).
+	// A learner gone from the members before its promotion was removed:
+	// gone from every node's last member list, so that a view a node has
+	// not refreshed yet still counts it (a removal is seen late, never
+	// early).
 	var lists [][]history.Member
 
 	for _, n := range cur.Ordered() {
@@ -215,22 +212,8 @@ func (ev *Evidence) memberships() {
 		return
 	}
 
-	for node, id := range ev.learnerID {
-		_, promoted := ev.promotedAt[node]
-		_, removed := ev.removedAt[node]
-
-		listed := slices.ContainsFunc(lists, func(members []history.Member) bool {
-			return slices.ContainsFunc(members, func(m history.Member) bool { return m.ID == id })
-		})
-
-		if !promoted && !removed && !listed {
-			ev.removedAt[node] = cur.At
-		}
-	}
-
-	// Any member's stint ends the same way: gone from every list.
 	for i, st := range ev.stints {
-		if st.end != nil {
+		if st.ended {
 			continue
 		}
 
@@ -239,19 +222,19 @@ func (ev *Evidence) memberships() {
 		})
 
 		if !listed {
-			at := cur.At
-			ev.stints[i].end, ev.stints[i].removed = &at, true
+			ev.stints[i].end, ev.stints[i].ended, ev.stints[i].removed = cur.At, true, true
 		}
 	}
 }
 
 // stint is one member's time as a learner: from when it was first seen one
-// to its promotion or removal (end, nil while it lasts).
+// to its promotion or its removal (end, once ended).
 type stint struct {
 	node    string
 	id      uint64
 	learner time.Duration
-	end     *time.Duration
+	end     time.Duration
+	ended   bool
 	removed bool
 }
 
@@ -264,8 +247,8 @@ func (ev *Evidence) stint(node string, m history.Member, at time.Duration) {
 	case m.IsLearner && !seen:
 		ev.stintOf[m.ID] = len(ev.stints)
 		ev.stints = append(ev.stints, stint{node: node, id: m.ID, learner: at})
-	case !m.IsLearner && seen && ev.stints[i].end == nil:
-		ev.stints[i].end = &at
+	case !m.IsLearner && seen && !ev.stints[i].ended:
+		ev.stints[i].end, ev.stints[i].ended = at, true
 	}
 }
 

@@ -64,11 +64,11 @@ func outcome(ev *Evidence) result.Outcome {
 		p := result.Promotion{Node: st.node, Member: history.Member{ID: st.id}.IDString(), LearnerMs: st.learner.Milliseconds(), PromotedMs: -1}
 
 		switch {
-		case st.end != nil && st.removed:
+		case st.ended && st.removed:
 			p.RemovedMs = max(st.end.Milliseconds(), 1)
-		case st.end != nil:
+		case st.ended:
 			p.PromotedMs = st.end.Milliseconds()
-			p.WaitTalos = ev.Clock.TalosString(*st.end - st.learner)
+			p.WaitTalos = ev.Clock.TalosString(st.end - st.learner)
 		}
 
 		out.Promotions = append(out.Promotions, p)
