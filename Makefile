@@ -46,20 +46,19 @@ test: lint kube
 
 # make test runs in three lanes side by side, each about 10.5 minutes on
 # stop 44's 2 cores with warm caches (the same tree took 14 on stop 43's),
-# balanced by measurement
-# (docs/measurements.md, "Stop 34", "Stop 39", "Stop 43" and "Stop 44"): the
-# scenario suite (two processes), then the example bootstrap's certification
-# and the quick packages; cmd/talchaos's two tests without the race detector
-# (below: mostly waiting, about 3.5 minutes), its real-target and replay
-# tests, then the containers', then the fuzzers (on a fresh machine building
-# the fuzzers' instrumented test binaries takes about 1.5 minutes, measured
-# in docs/measurements.md "Stop 41"; they count inputs, no window of theirs
-# is timed, so they build and run at a lower priority than the runs beside
-# them, whose Talos minutes are seconds); the sim's, then the rest of
-# cmd/talchaos's. Four test processes at a time, as many as 2 cores carry
-# without starving the runs' windows: three packages at once beside the
-# suite's two processes ran the machine at load 16 and lost Kubernetes
-# built-ins, sim and cmd to their deadlines.
+# balanced by measurement (docs/measurements.md, "Stop 34", "Stop 39", "Stop
+# 43" and "Stop 44"): the scenario suite (two processes), then the example
+# bootstrap's certification and the quick packages; cmd/talchaos's two tests
+# without the race detector (below: mostly waiting, about 3.5 minutes), its
+# real-target and replay tests, then the containers', then the fuzzers (on a
+# fresh machine building the fuzzers' instrumented test binaries takes about
+# 1.5 minutes, measured in docs/measurements.md "Stop 41"; they count
+# inputs, no window of theirs is timed, so they build and run at a lower
+# priority than the runs beside them, whose Talos minutes are seconds); the
+# sim's, then the rest of cmd/talchaos's. Four test processes at a time, as
+# many as 2 cores carry without starving the runs' windows: three packages
+# at once beside the suite's two processes ran the machine at load 16 and
+# lost Kubernetes built-ins, sim and cmd to their deadlines.
 CMD_FIRST := ^(TestRealTarget|TestReplay)
 CMD_APART := ^(TestRealTarget|TestReplay|TestShardedNightly)
 # Two of cmd/talchaos's tests run without the race detector: each runs
