@@ -56,6 +56,10 @@ func etcdConnectParams(clk clock.Clock) grpc.ConnectParams {
 	return grpc.ConnectParams{Backoff: b, MinConnectTimeout: 20 * time.Second}
 }
 
+// joinAddFloor is the clock floor of a join attempt's member add (addDeadline):
+// the floor again from the add on, so an attempt lasts up to twice the floor.
+const joinAddFloor = "etcd join attempt deadline, again from its member add"
+
 // ClockFloorsAt lists the Talos-time intervals the sim cannot scale all the way
 // at scale, with what they last in Talos time instead; only those that bind.
 func ClockFloorsAt(scale float64) []target.ClockFloor {
@@ -74,6 +78,7 @@ func ClockFloorsAt(scale float64) []target.ClockFloor {
 	add("etcd election timeout", etcdElection, electionFactor*etcdTickFloor)
 	add("etcd health check timeout", p.HealthTimeout, etcdOpFloor)
 	add("etcd join attempt deadline", p.JoinAttemptTimeout, joinAttemptFloor)
+	add(joinAddFloor, p.JoinAttemptTimeout, joinAttemptFloor)
 	add("etcd client dial timeout", p.EtcdDialTimeout, minTimeout)
 	add("apid connect timeout to a peer node", talosapi.PeerConnectTimeout, talosapi.ConnectFloor)
 	add("etcd client reconnect backoff (first)", backoff.DefaultConfig.BaseDelay, etcdBackoffFloor)

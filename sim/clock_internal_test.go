@@ -42,6 +42,7 @@ func TestClockScalingAndFloors(t *testing.T) {
 		// The join attempt's floor is higher under the race detector.
 		if join := time.Duration(tc.scale * float64(joinAttemptFloor)); join > 30*time.Second {
 			tc.floors["etcd join attempt deadline"] = join
+			tc.floors[joinAddFloor] = join
 		}
 
 		tick := etcdTick(clock.New(tc.scale))
@@ -111,5 +112,30 @@ func TestKubernetesClockFloors(t *testing.T) {
 		if got != tc.want {
 			t.Errorf("scale %g: kubelet node lease modelled as %s, want %s", tc.scale, got, tc.want)
 		}
+	}
+}
+
+// A join attempt's member add gets the floor again when less of the attempt
+// is left, never less than the attempt's own end.
+func TestAddDeadline(t *testing.T) {
+	start := time.Unix(1000, 0)
+	attempt := start.Add(joinAttemptFloor)
+
+	for _, tc := range []struct {
+		name     string
+		sentAt   time.Duration // after the attempt's start
+		floor    time.Duration // zero: the attempt is not floored
+		deadline time.Duration // after the attempt's start
+	}{
+		{name: "add sent at once: the attempt's end", sentAt: 0, floor: joinAttemptFloor, deadline: joinAttemptFloor},
+		{name: "add sent halfway: the floor again", sentAt: joinAttemptFloor / 2, floor: joinAttemptFloor, deadline: joinAttemptFloor * 3 / 2},
+		{name: "add sent at the end: the floor again", sentAt: joinAttemptFloor, floor: joinAttemptFloor, deadline: 2 * joinAttemptFloor},
+		{name: "not floored: the attempt's end", sentAt: joinAttemptFloor / 2, deadline: joinAttemptFloor},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := addDeadline(attempt, start.Add(tc.sentAt), tc.floor).Sub(start); got != tc.deadline {
+				t.Errorf("add deadline %s after the start, want %s", got, tc.deadline)
+			}
+		})
 	}
 }

@@ -304,10 +304,7 @@ func (n *Node) buildInitialCluster(ctx context.Context) (etcdStartArgs, error) {
 			n.machined.Printf("%s", n.currentAddrsLog())
 		}
 
-		attemptCtx, cancel := context.WithTimeout(ctx, n.c.clock.WallAtLeast(p.JoinAttemptTimeout, joinAttemptFloor))
-		defer cancel()
-
-		list, id, err := n.addMember(attemptCtx)
+		list, id, err := n.addMember(ctx)
 		if err != nil {
 			if errors.Is(err, context.Canceled) {
 				return fatal{err}
@@ -346,9 +343,27 @@ func (n *Node) buildInitialCluster(ctx context.Context) (etcdStartArgs, error) {
 }
 
 // addMember is one join attempt: list, remove a member with our name, add
-// ourselves as a learner, list again.
-func (n *Node) addMember(ctx context.Context) (*clientv3.MemberListResponse, uint64, error) {
-	client, err := n.clusterClient(ctx)
+// ourselves as a learner, list again, within the attempt's deadline (30 s,
+// floored: joinAttemptFloor). loop is the join loop's context.
+//
+// Where the attempt's deadline is floored, the add and the list after it get
+// the floor again from the moment the add is sent, when less of the attempt
+// is left: a deadline that passes after etcd applied the add costs the node
+// its learner slot for good (an unstarted learner Talos v1.12 cannot adopt),
+// and what eats the attempt before the add is this machine's wall time — a
+// first attempt waits in its member list for the first member's start and
+// election, which took 12 s of wall time in a starved make test whose floor
+// is 6 s (docs/measurements.md, "Stop 45"). A real node's 30 s covers both;
+// the floor is listed as such (ClockFloorsAt).
+func (n *Node) addMember(loop context.Context) (*clientv3.MemberListResponse, uint64, error) {
+	deadline := time.Now().Add(n.c.clock.WallAtLeast(n.c.profile.JoinAttemptTimeout, joinAttemptFloor))
+
+	ctx, cancel := context.WithDeadline(loop, deadline)
+	defer cancel()
+
+	// The client lives for the attempt: its own context is the loop's, so that
+	// an add sent late outlives the first deadline (the dial does not block).
+	client, err := n.clusterClient(loop)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -373,6 +388,16 @@ func (n *Node) addMember(ctx context.Context) (*clientv3.MemberListResponse, uin
 
 	addrs := n.peerURLs()
 
+	var floor time.Duration
+	if _, floored := n.c.clock.Floored(joinAddFloor, n.c.profile.JoinAttemptTimeout, joinAttemptFloor); floored {
+		floor = joinAttemptFloor
+	}
+
+	ctx, cancelAdd := context.WithDeadline(loop, addDeadline(deadline, time.Now(), floor))
+	defer cancelAdd()
+
+	ctx = clientv3.WithRequireLeader(ctx)
+
 	add, err := client.MemberAddAsLearner(ctx, addrs)
 	if err != nil {
 		if n.c.profile.AdoptUnnamedLearner && errors.Is(err, rpctypes.ErrPeerURLExist) {
@@ -396,6 +421,19 @@ func (n *Node) addMember(ctx context.Context) (*clientv3.MemberListResponse, uin
 	}
 
 	return list, add.Member.ID, nil
+}
+
+// addDeadline is when a join attempt's member add sent at now, in an attempt
+// that ends at attempt, and the member list after it must be done by: the
+// attempt's end, or floor after the add if that is later. floor is zero where
+// the attempt's deadline is not floored (a time scale of 7.5 or less): there
+// the attempt is Talos's.
+func addDeadline(attempt, now time.Time, floor time.Duration) time.Time {
+	if end := now.Add(floor); end.After(attempt) {
+		return end
+	}
+
+	return attempt
 }
 
 // promoteLoop is promoteMember: it runs only right after a join, for 10 minutes,
