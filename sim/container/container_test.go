@@ -452,6 +452,11 @@ func eventsFromLastFault(res *result.Result) string {
 		from = max(from, f.StartMs)
 	}
 
+	return eventsFrom(res, from)
+}
+
+// eventsFrom are the run's events from fromMs on, one a line.
+func eventsFrom(res *result.Result, from int64) string {
 	var b strings.Builder
 
 	for _, e := range res.Events {
@@ -625,7 +630,8 @@ func TestKubernetesHappyPath(t *testing.T) {
 	res := runOn(t, d, sc)
 
 	if res.Verdict != result.Pass {
-		t.Errorf("happy-path-kubernetes on containers: %s, diagnoses %v\n%s", res.Verdict, diagnosisCodes(res), reports.Summary(res))
+		// A happy path has no fault to start from: every event says why.
+		t.Errorf("happy-path-kubernetes on containers: %s, diagnoses %v\n%s\nevents:\n%s", res.Verdict, diagnosisCodes(res), reports.Summary(res), eventsFrom(res, 0))
 	}
 
 	if o := res.Outcome; o.KubernetesEndpoints == nil || *o.KubernetesEndpoints != 3 {
