@@ -79,6 +79,7 @@ func ClockFloorsAt(scale float64) []target.ClockFloor {
 	add("etcd health check timeout", p.HealthTimeout, etcdOpFloor)
 	add("etcd join attempt deadline", p.JoinAttemptTimeout, joinAttemptFloor)
 	add(joinAddFloor, p.JoinAttemptTimeout, joinAttemptFloor)
+	add("etcd leave retry window", leaveWindow, leaveWindowFloor)
 	add("etcd client dial timeout", p.EtcdDialTimeout, minTimeout)
 	add("apid connect timeout to a peer node", talosapi.PeerConnectTimeout, talosapi.ConnectFloor)
 	add("etcd client reconnect backoff (first)", backoff.DefaultConfig.BaseDelay, etcdBackoffFloor)

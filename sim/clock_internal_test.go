@@ -28,6 +28,7 @@ func TestClockScalingAndFloors(t *testing.T) {
 			"etcd health check timeout":           60 * etcdOpFloor,
 			"etcd client dial timeout":            9 * time.Second,
 			"apid connect timeout to a peer node": 120 * time.Second,
+			"etcd leave retry window":             15 * time.Minute,
 		}},
 		// Beyond 100x the etcd clients' first reconnect delay binds too.
 		{scale: 200, tick: 50 * time.Millisecond, election: 500 * time.Millisecond, floors: map[string]time.Duration{
@@ -37,6 +38,7 @@ func TestClockScalingAndFloors(t *testing.T) {
 			"etcd client dial timeout":              30 * time.Second,
 			"apid connect timeout to a peer node":   400 * time.Second,
 			"etcd client reconnect backoff (first)": 2 * time.Second,
+			"etcd leave retry window":               50 * time.Minute,
 		}},
 	} {
 		// The join attempt's floor is higher under the race detector.
