@@ -32,8 +32,8 @@ import (
 // make the servers' Stop wait for the handlers, was tried and dropped when
 // TestAddressLate failed with it; that test failed 1 run in 5 without it
 // too, waiting for a log line that came by chance (docs/measurements.md
-// "Stop 44"), so the option is not known to be at fault. Not tried again.) A panic while the server is not stopping is a bug and is left to
-// crash.
+// "Stop 44"), so the option is not known to be at fault. Not tried again.)
+// A panic while the server is not stopping is a bug and is left to crash.
 type stopGuard struct {
 	e atomic.Pointer[embed.Etcd]
 
