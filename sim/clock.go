@@ -3,6 +3,7 @@ package sim
 import (
 	"time"
 
+	"go.etcd.io/etcd/server/v3/etcdserver"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 
@@ -80,6 +81,9 @@ func ClockFloorsAt(scale float64) []target.ClockFloor {
 	add("etcd join attempt deadline", p.JoinAttemptTimeout, joinAttemptFloor)
 	add(joinAddFloor, p.JoinAttemptTimeout, joinAttemptFloor)
 	add("etcd leave retry window", leaveWindow, leaveWindowFloor)
+	// etcd's own constant, in wall time whatever the scale: a voter is
+	// removed only once its leader has been connected this long (leave.go).
+	add("etcd health interval before a voter's removal", etcdserver.HealthInterval, etcdserver.HealthInterval)
 	add("etcd client dial timeout", p.EtcdDialTimeout, minTimeout)
 	add("apid connect timeout to a peer node", talosapi.PeerConnectTimeout, talosapi.ConnectFloor)
 	add("etcd client reconnect backoff (first)", backoff.DefaultConfig.BaseDelay, etcdBackoffFloor)

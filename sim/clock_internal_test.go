@@ -16,29 +16,34 @@ func TestClockScalingAndFloors(t *testing.T) {
 		floors         map[string]time.Duration // what → modelled Talos time
 	}{
 		{scale: 1, tick: 100 * time.Millisecond, election: time.Second, floors: map[string]time.Duration{}},
-		{scale: 2, tick: 50 * time.Millisecond, election: 500 * time.Millisecond, floors: map[string]time.Duration{}},
+		{scale: 2, tick: 50 * time.Millisecond, election: 500 * time.Millisecond, floors: map[string]time.Duration{
+			"etcd health interval before a voter's removal": 10 * time.Second,
+		}},
 		{scale: 10, tick: 50 * time.Millisecond, election: 500 * time.Millisecond, floors: map[string]time.Duration{
-			"etcd heartbeat interval":   500 * time.Millisecond,
-			"etcd election timeout":     5 * time.Second,
-			"etcd health check timeout": 10 * etcdOpFloor,
+			"etcd health interval before a voter's removal": 50 * time.Second,
+			"etcd heartbeat interval":                       500 * time.Millisecond,
+			"etcd election timeout":                         5 * time.Second,
+			"etcd health check timeout":                     10 * etcdOpFloor,
 		}},
 		{scale: 60, tick: 50 * time.Millisecond, election: 500 * time.Millisecond, floors: map[string]time.Duration{
-			"etcd heartbeat interval":             3 * time.Second,
-			"etcd election timeout":               30 * time.Second,
-			"etcd health check timeout":           60 * etcdOpFloor,
-			"etcd client dial timeout":            9 * time.Second,
-			"apid connect timeout to a peer node": 120 * time.Second,
-			"etcd leave retry window":             15 * time.Minute,
+			"etcd heartbeat interval":                       3 * time.Second,
+			"etcd election timeout":                         30 * time.Second,
+			"etcd health check timeout":                     60 * etcdOpFloor,
+			"etcd client dial timeout":                      9 * time.Second,
+			"apid connect timeout to a peer node":           120 * time.Second,
+			"etcd leave retry window":                       15 * time.Minute,
+			"etcd health interval before a voter's removal": 5 * time.Minute,
 		}},
 		// Beyond 100x the etcd clients' first reconnect delay binds too.
 		{scale: 200, tick: 50 * time.Millisecond, election: 500 * time.Millisecond, floors: map[string]time.Duration{
-			"etcd heartbeat interval":               10 * time.Second,
-			"etcd election timeout":                 100 * time.Second,
-			"etcd health check timeout":             200 * etcdOpFloor,
-			"etcd client dial timeout":              30 * time.Second,
-			"apid connect timeout to a peer node":   400 * time.Second,
-			"etcd client reconnect backoff (first)": 2 * time.Second,
-			"etcd leave retry window":               50 * time.Minute,
+			"etcd heartbeat interval":                       10 * time.Second,
+			"etcd election timeout":                         100 * time.Second,
+			"etcd health check timeout":                     200 * etcdOpFloor,
+			"etcd client dial timeout":                      30 * time.Second,
+			"apid connect timeout to a peer node":           400 * time.Second,
+			"etcd client reconnect backoff (first)":         2 * time.Second,
+			"etcd leave retry window":                       50 * time.Minute,
+			"etcd health interval before a voter's removal": 1000 * time.Second,
 		}},
 	} {
 		// The join attempt's floor is higher under the race detector.
