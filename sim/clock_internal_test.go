@@ -17,15 +17,18 @@ func TestClockScalingAndFloors(t *testing.T) {
 	}{
 		{scale: 1, tick: 100 * time.Millisecond, election: time.Second, floors: map[string]time.Duration{}},
 		{scale: 2, tick: 50 * time.Millisecond, election: 500 * time.Millisecond, floors: map[string]time.Duration{
+			"etcd request timeout":                          12 * time.Second,
 			"etcd health interval before a voter's removal": 10 * time.Second,
 		}},
 		{scale: 10, tick: 50 * time.Millisecond, election: 500 * time.Millisecond, floors: map[string]time.Duration{
+			"etcd request timeout":                          60 * time.Second,
 			"etcd health interval before a voter's removal": 50 * time.Second,
 			"etcd heartbeat interval":                       500 * time.Millisecond,
 			"etcd election timeout":                         5 * time.Second,
 			"etcd health check timeout":                     10 * etcdOpFloor,
 		}},
 		{scale: 60, tick: 50 * time.Millisecond, election: 500 * time.Millisecond, floors: map[string]time.Duration{
+			"etcd request timeout":                          6 * time.Minute,
 			"etcd heartbeat interval":                       3 * time.Second,
 			"etcd election timeout":                         30 * time.Second,
 			"etcd health check timeout":                     60 * etcdOpFloor,
@@ -36,6 +39,7 @@ func TestClockScalingAndFloors(t *testing.T) {
 		}},
 		// Beyond 100x the etcd clients' first reconnect delay binds too.
 		{scale: 200, tick: 50 * time.Millisecond, election: 500 * time.Millisecond, floors: map[string]time.Duration{
+			"etcd request timeout":                          20 * time.Minute,
 			"etcd heartbeat interval":                       10 * time.Second,
 			"etcd election timeout":                         100 * time.Second,
 			"etcd health check timeout":                     200 * etcdOpFloor,
