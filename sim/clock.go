@@ -62,7 +62,7 @@ func etcdConnectParams(clk clock.Clock) grpc.ConnectParams {
 
 // joinAddFloor is the clock floor of a join attempt's member add (addDeadline):
 // the floor again from the add on, so an attempt lasts up to twice the floor.
-const joinAddFloor = "etcd join attempt deadline, again from its member add"
+const joinAddFloor = "etcd join attempt deadline counted again from its member add"
 
 // ClockFloorsAt lists the Talos-time intervals the sim cannot scale all the way
 // at scale, with what they last in Talos time instead; only those that bind.
