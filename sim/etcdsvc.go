@@ -426,8 +426,8 @@ func (n *Node) addMember(loop context.Context) (*clientv3.MemberListResponse, ui
 // addDeadline is when a join attempt's member add sent at now, in an attempt
 // that ends at attempt, and the member list after it must be done by: the
 // attempt's end, or floor after the add if that is later. floor is zero where
-// the attempt's deadline is not floored (a time scale of 7.5 or less): there
-// the attempt is Talos's.
+// the attempt's deadline is not floored (a time scale up to 7.5, or 5 under
+// the race detector): there the attempt is Talos's.
 func addDeadline(attempt, now time.Time, floor time.Duration) time.Time {
 	if end := now.Add(floor); end.After(attempt) {
 		return end
