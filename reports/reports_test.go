@@ -87,6 +87,7 @@ func failResult() *result.Result {
 	r.Faults = []result.Fault{
 		{Name: "partition-cp3", Kind: "partition", Node: "cp-3", Trigger: "etcd.learner-added", StartMs: 1500, EndMs: 31500},
 		{Name: "kill-cp2", Kind: "kill", Node: "cp-2", Trigger: "at:10s", StartMs: 10000, Error: "container not found"},
+		{Name: "reset-cp3", Kind: "reset-node", Node: "cp-3", Trigger: "when cp-3 is learner", StartMs: -1, EndMs: -1},
 	}
 
 	return r
@@ -518,8 +519,9 @@ func TestSummary(t *testing.T) {
 				"                           evidence: member 91bc isLearner=true at t=300s\n",
 				"                                     raft index lag 1200\n",
 				"cp-3  10.5.0.4  controlplane  maintenance  -        -        api: rpc error",
-				"partition-cp3  partition  cp-3  etcd.learner-added  1.5s → 31.5s",
-				"kill-cp2       kill       cp-2  at:10s              10s → -       error: container not found",
+				"partition-cp3  partition   cp-3  etcd.learner-added    1.5s → 31.5s",
+				"kill-cp2       kill        cp-2  at:10s                10s → -       error: container not found",
+				"reset-cp3      reset-node  cp-3  when cp-3 is learner  never → -",
 			},
 			[]string{"\x1b["},
 		},
@@ -623,6 +625,7 @@ func TestMarkdown(t *testing.T) {
 		`node booted into maintenance \<\& "quoted" \| piped\>`,
 		"```text\nmember 91bc isLearner=true at t=300s\nraft index lag 1200\n```",
 		"| `kill-cp2` | kill | `cp-2` | at:10s | 10s | - | container not found |",
+		"| `reset-cp3` | reset-node | `cp-3` | when cp-3 is learner | never | - | - |",
 		"## Replay\n\n```sh\n" + r.Replay + "\n```\n",
 	} {
 		if !strings.Contains(md, want) {

@@ -126,12 +126,9 @@ func Summary(r *result.Result) string {
 		withErr := slices.ContainsFunc(r.Faults, func(f result.Fault) bool { return f.Error != "" })
 
 		for _, f := range r.Faults {
-			end := "-"
-			if f.EndMs != 0 {
-				end = fmtSeconds(f.EndMs)
-			}
+			start, end := faultSpan(f)
 
-			line := fmt.Sprintf("  %s\t%s\t%s\t%s\t%s → %s", cell(f.Name), cell(f.Kind), cell(f.Node), cell(f.Trigger), fmtSeconds(f.StartMs), end)
+			line := fmt.Sprintf("  %s\t%s\t%s\t%s\t%s → %s", cell(f.Name), cell(f.Kind), cell(f.Node), cell(f.Trigger), start, end)
 			if f.Error != "" {
 				line += "\terror: " + oneLine(f.Error)
 			} else if withErr {
@@ -293,14 +290,11 @@ func Markdown(r *result.Result) string {
 		b.WriteString("|---|---|---|---|---|---|---|\n")
 
 		for _, f := range r.Faults {
-			end := "-"
-			if f.EndMs != 0 {
-				end = fmtSeconds(f.EndMs)
-			}
+			start, end := faultSpan(f)
 
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n",
 				mdCode(f.Name, true), mdText(f.Kind, true), mdCode(f.Node, true), mdText(f.Trigger, true),
-				fmtSeconds(f.StartMs), end, mdText(f.Error, true))
+				start, end, mdText(f.Error, true))
 		}
 	}
 
@@ -459,6 +453,23 @@ func fmtDuration(ms int64) string {
 
 // fmtSeconds renders a millisecond offset in seconds without losing
 // precision: "0s", "12s", "12.345s".
+// faultSpan is when a fault started and ended, for people: "never" for a
+// fault that never started (its trigger never held: startMs -1), "-" for an
+// end that never came (still active when the run ended: endMs -1, or 0 in
+// reports written before -1 meant never).
+func faultSpan(f result.Fault) (start, end string) {
+	start, end = "never", "-"
+	if f.StartMs >= 0 {
+		start = fmtSeconds(f.StartMs)
+	}
+
+	if f.EndMs > 0 {
+		end = fmtSeconds(f.EndMs)
+	}
+
+	return start, end
+}
+
 func fmtSeconds(ms int64) string {
 	return strconv.FormatFloat(float64(ms)/1000, 'f', -1, 64) + "s"
 }
