@@ -60,7 +60,6 @@ test: lint kube
 # at once beside the suite's two processes ran the machine at load 16 and
 # lost Kubernetes built-ins, sim and cmd to their deadlines.
 CMD_FIRST := ^(TestRealTarget|TestReplay)
-CMD_APART := ^(TestRealTarget|TestReplay|TestShardedNightly)
 # Two of cmd/talchaos's tests run without the race detector: each runs
 # whole scenarios again and again (the real target against the sim, three
 # built-ins twice; a night's catalogue sharded and merged, twice), their
@@ -69,6 +68,8 @@ CMD_APART := ^(TestRealTarget|TestReplay|TestShardedNightly)
 # certify's). Under it they took 111 s of CPU, without it 32 s
 # (docs/measurements.md "Stop 44"): a tenth of what the three lanes share.
 CMD_NORACE := ^(TestRealTargetMatchesSim|TestShardedNightlyMergesAsTheWorkflowDoes)$$
+# The rest of cmd/talchaos: all but the two steps above.
+CMD_APART := $(CMD_FIRST)|$(CMD_NORACE)
 QUICK_PACKAGES = $$($(GO) list ./... | grep -v -e '/scenarios$$' -e '/sim/container$$' -e '/talchaos/sim$$' -e '/cmd/talchaos$$' -e '/examples/bootstrap$$')
 
 # Each lane's steps say when they start and end (LANE_MARK), so that the

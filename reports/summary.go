@@ -451,8 +451,6 @@ func fmtDuration(ms int64) string {
 	}
 }
 
-// fmtSeconds renders a millisecond offset in seconds without losing
-// precision: "0s", "12s", "12.345s".
 // faultSpan is when a fault started and ended, for people: "never" for a
 // fault that never started (its trigger never held: startMs -1), "-" for an
 // end that never came (still active when the run ended: endMs -1, or 0 in
@@ -470,6 +468,8 @@ func faultSpan(f result.Fault) (start, end string) {
 	return start, end
 }
 
+// fmtSeconds renders a millisecond offset in seconds without losing
+// precision: "0s", "12s", "12.345s".
 func fmtSeconds(ms int64) string {
 	return strconv.FormatFloat(float64(ms)/1000, 'f', -1, 64) + "s"
 }

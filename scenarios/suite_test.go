@@ -247,9 +247,9 @@ var browserChecked = map[string]bool{"too-many-learners": true, "half-applied-co
 
 // inBrowser loads the run's report.html in headless Chromium (Debian's
 // chromium): it must load with no console message (but those of Chromium's
-// own pages), and its DOM must hold a
-// lane per node and a band per fault window. Without chromium it says so and
-// checks nothing (.ci/run installs it).
+// own pages), and its DOM must hold a lane per node and a band per fault
+// window. Without chromium it says so and checks nothing (.ci/run installs
+// it).
 func (r *recordedRun) inBrowser() error {
 	bin, err := exec.LookPath("chromium")
 	if err != nil {

@@ -20,9 +20,6 @@ import (
 // them with the run, down to etcdTickFloor: raft at real speed over TLS on
 // a loaded 2-core machine elects spurious leaders below it.
 const (
-	// reqTimeoutFixed is the part of etcd's request timeout no scale shortens.
-	reqTimeoutFixed = 5 * time.Second
-
 	etcdHeartbeat  = 100 * time.Millisecond
 	etcdElection   = 10 * etcdHeartbeat
 	etcdTickFloor  = 50 * time.Millisecond
@@ -60,6 +57,10 @@ func etcdConnectParams(clk clock.Clock) grpc.ConnectParams {
 	return grpc.ConnectParams{Backoff: b, MinConnectTimeout: 20 * time.Second}
 }
 
+// reqTimeoutFixed is the part of etcd's request timeout
+// (config.ServerConfig.ReqTimeout) that no scale shortens.
+const reqTimeoutFixed = 5 * time.Second
+
 // joinAddFloor is the clock floor of a join attempt's member add (addDeadline):
 // the floor again from the add on, so an attempt lasts up to twice the floor.
 const joinAddFloor = "etcd join attempt deadline counted again from its member add"
@@ -87,9 +88,9 @@ func ClockFloorsAt(scale float64) []target.ClockFloor {
 	// etcd's own constant, in wall time whatever the scale: a voter is
 	// removed only once its leader has been connected this long (leave.go).
 	add("etcd health interval before a voter's removal", etcdserver.HealthInterval, etcdserver.HealthInterval)
-	// etcd's request timeout (config.ServerConfig.ReqTimeout): 5 s of wall time
-	// plus two election timeouts, which scale down to their floor; past it a
-	// proposal or a linearizable read fails "etcdserver: request timed out".
+	// etcd's request timeout: reqTimeoutFixed plus two election timeouts,
+	// which scale down to their floor; past it a proposal or a linearizable
+	// read fails "etcdserver: request timed out".
 	add("etcd request timeout", reqTimeoutFixed+2*etcdElection, reqTimeoutFixed+2*electionFactor*etcdTickFloor)
 	add("etcd client dial timeout", p.EtcdDialTimeout, minTimeout)
 	add("apid connect timeout to a peer node", talosapi.PeerConnectTimeout, talosapi.ConnectFloor)
