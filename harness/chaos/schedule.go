@@ -224,23 +224,28 @@ func NewSchedule(planned []Planned, cluster target.Cluster, log *eventlog.Log, r
 func (s *Schedule) real(d scenario.Duration) time.Duration { return s.clock.Wall(d.Duration) }
 
 // Run starts each fault when its trigger fires and heals it when its duration
-// ends. State triggers read the run's live evidence (the judge's fold of the
-// history so far) at every tick, one per recorded poll. It returns when ctx
-// ends; Stop heals what is still active.
+// ends. State triggers watch the run's live evidence (the judge's fold of the
+// history) entry by entry, so a state the history shows fires its trigger
+// however briefly it held: a learner promoted a few hundred milliseconds
+// after it was first seen, on a machine too loaded to read the evidence
+// between the two looks, still starts the fault meant for it (late, as on a
+// real machine that slow). What fired is acted on at the next tick (one per
+// recorded poll). It returns when ctx ends; Stop heals what is still active.
 func (s *Schedule) Run(ctx context.Context, ticks <-chan struct{}, live *judge.Live) {
-	waiting := map[int]bool{}     // faults waiting for their start state
-	healWaiting := map[int]bool{} // faults waiting for their until state
+	a := newArmed(len(s.planned))
 
 	for i, p := range s.planned {
 		switch {
 		case p.Spec.When != nil:
-			waiting[i] = true
+			a.when[i] = true
 		case p.Spec.At != nil:
 			s.startAfter(ctx, i, s.real(*p.Spec.At))
 		default:
 			s.startAfter(ctx, i, 0)
 		}
 	}
+
+	live.Watch(func(ev *judge.Evidence, e history.Entry) { a.check(s.planned, ev, e.WallMs) })
 
 	for {
 		select {
@@ -253,39 +258,26 @@ func (s *Schedule) Run(ctx context.Context, ticks <-chan struct{}, live *judge.L
 				return
 			}
 
-			// Active faults first: s.mu is not taken while the evidence is
-			// read (recording waits meanwhile, and a fault's start records
-			// under s.mu).
-			var healable []int
-
+			// An until trigger is armed once its fault is active, from now
+			// on: s.mu is not taken while the evidence is read (recording
+			// waits meanwhile, and a fault's start records under s.mu).
 			for i, p := range s.planned {
-				if p.Spec.Until != nil && !healWaiting[i] && s.active(i) {
-					healable = append(healable, i)
+				if p.Spec.Until != nil && s.active(i) {
+					a.armUntil(i, s.rec.Since().Milliseconds())
 				}
 			}
 
-			var starts, heals []int
+			// The evidence as it is now, for the states that held before a
+			// trigger was armed and have not changed since (nothing new is
+			// recorded then); reading it also folds in entries recorded out
+			// of order, which the watch then sees.
+			live.Read(func(ev *judge.Evidence) { a.check(s.planned, ev, -1) })
 
-			live.Read(func(ev *judge.Evidence) {
-				v := View{Obs: ev.Current(), PromoteRefusals: ev.PromoteRefusals}
-
-				for i := range waiting {
-					if Holds(v, *s.planned[i].Spec.When) {
-						starts = append(starts, i)
-					}
-				}
-
-				for _, i := range healable {
-					if Holds(v, *s.planned[i].Spec.Until) {
-						heals = append(heals, i)
-					}
-				}
-			})
+			starts, heals := a.take()
 
 			for _, i := range starts {
 				w := s.planned[i].Spec.When
 
-				delete(waiting, i)
 				s.log.Add(w.Node, "fault.trigger", fmt.Sprintf("%s: %s", s.planned[i].Spec.Name, describe(*w)))
 				s.rec.Trigger(w.Node, history.Trigger{Fault: s.planned[i].Spec.Name, State: w.State, Count: w.Count, AfterMs: w.After.Milliseconds()})
 				s.startAfter(ctx, i, s.real(w.After))
@@ -295,13 +287,79 @@ func (s *Schedule) Run(ctx context.Context, ticks <-chan struct{}, live *judge.L
 				p := s.planned[i]
 				u := p.Spec.Until
 
-				healWaiting[i] = true
 				s.log.Add(u.Node, "fault.trigger", fmt.Sprintf("%s heals in %s: %s", p.Spec.Name, u.After, describe(*u)))
 				s.rec.Trigger(u.Node, history.Trigger{Fault: p.Spec.Name, State: u.State, Count: u.Count, Heal: true, AfterMs: u.After.Milliseconds()})
 				s.healAfter(ctx, i, s.real(u.After))
 			}
 		}
 	}
+}
+
+// armed are the state triggers waiting, and those that fired and are not
+// acted on yet. It has its own lock: the watch runs with the recorder locked,
+// and takes nothing else.
+type armed struct {
+	mu   sync.Mutex
+	when []bool
+	// until holds, for each until trigger armed, the offset (wall ms) from
+	// which entries count: a state seen before the fault started does not
+	// heal it. -1: not armed; -2: fired.
+	until         []int64
+	starts, heals []int
+}
+
+func newArmed(n int) *armed {
+	a := &armed{when: make([]bool, n), until: make([]int64, n)}
+	for i := range a.until {
+		a.until[i] = -1
+	}
+
+	return a
+}
+
+// armUntil arms fault i's until trigger, counting entries from fromMs on,
+// unless it is armed or fired already.
+func (a *armed) armUntil(i int, fromMs int64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+
+	if a.until[i] == -1 {
+		a.until[i] = fromMs
+	}
+}
+
+// check fires the armed triggers that hold in ev, as it stands after the
+// entry recorded at atMs (-1: as it stands now).
+func (a *armed) check(planned []Planned, ev *judge.Evidence, atMs int64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+
+	v := View{Obs: ev.Current(), PromoteRefusals: ev.PromoteRefusals}
+
+	for i, waiting := range a.when {
+		if waiting && Holds(v, *planned[i].Spec.When) {
+			a.when[i] = false
+			a.starts = append(a.starts, i)
+		}
+	}
+
+	for i, from := range a.until {
+		if from >= 0 && (atMs < 0 || atMs >= from) && Holds(v, *planned[i].Spec.Until) {
+			a.until[i] = -2
+			a.heals = append(a.heals, i)
+		}
+	}
+}
+
+// take returns the triggers that fired since the last take.
+func (a *armed) take() (starts, heals []int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+
+	starts, heals = a.starts, a.heals
+	a.starts, a.heals = nil, nil
+
+	return starts, heals
 }
 
 func (s *Schedule) startAfter(ctx context.Context, i int, delay time.Duration) {

@@ -157,6 +157,8 @@ type Follower struct {
 	// stale: an entry was recorded before the last one (a poll's answer
 	// stamped when the poll started); the fold is made again on the next read.
 	stale bool
+	// watch is called after each entry is applied (Watch).
+	watch []func(Fold, Entry)
 }
 
 // NewRecorder starts a history whose offsets count from start.
@@ -197,13 +199,35 @@ func (f *Follower) Read(fn func(Fold)) {
 		f.fold = f.start(header)
 
 		for _, e := range f.r.h.Entries {
-			f.fold.Apply(e)
+			f.apply(e)
 		}
 
 		f.stale = false
 	}
 
 	fn(f.fold)
+}
+
+// Watch calls fn after each entry is applied to the fold, with the fold as
+// that entry leaves it: every state the history shows is seen, however
+// briefly it held and however seldom the fold is read. The recorder is
+// locked while fn runs: fn must be quick, must not record and must not read
+// the follower. When an entry was recorded out of order, the fold is made
+// again on the next Read and fn sees every entry again, in the new order:
+// what fn does with a state must not depend on seeing it once.
+func (f *Follower) Watch(fn func(Fold, Entry)) {
+	f.r.mu.Lock()
+	defer f.r.mu.Unlock()
+
+	f.watch = append(f.watch, fn)
+}
+
+func (f *Follower) apply(e Entry) {
+	f.fold.Apply(e)
+
+	for _, fn := range f.watch {
+		fn(f.fold, e)
+	}
 }
 
 // Since is the offset of now from the run's start.
@@ -232,7 +256,7 @@ func (r *Recorder) add(at time.Duration, e Entry) {
 
 	for _, f := range r.folds {
 		if i == len(r.h.Entries)-1 && !f.stale {
-			f.fold.Apply(e)
+			f.apply(e)
 		} else {
 			f.stale = true
 		}

@@ -21,3 +21,10 @@ func Follow(rec *history.Recorder, opts Options) *Live {
 func (l *Live) Read(fn func(ev *Evidence)) {
 	l.f.Read(func(f history.Fold) { fn(f.(*Evidence)) })
 }
+
+// Watch calls fn after each recorded entry is folded into the evidence, as
+// history.Follower.Watch says: fn sees every state the history shows, even
+// one that no longer holds when the evidence is next read.
+func (l *Live) Watch(fn func(ev *Evidence, e history.Entry)) {
+	l.f.Watch(func(f history.Fold, e history.Entry) { fn(f.(*Evidence), e) })
+}
