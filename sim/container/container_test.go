@@ -179,6 +179,19 @@ func runOn(t *testing.T, d *testcontainers.DockerClient, sc *scenario.Scenario) 
 		t.Errorf("%s left behind: %v", sc.Name, left)
 	}
 
+	// The whole report, for a failure that the events do not explain: kept
+	// with go test -artifacts (-outputdir says where).
+	dir := t.ArtifactDir()
+	if _, err := reports.Write(dir, res); err != nil {
+		t.Errorf("%s: report: %v", sc.Name, err)
+	}
+
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("%s's report: %s (kept with go test -artifacts)", sc.Name, dir)
+		}
+	})
+
 	return res
 }
 
