@@ -75,23 +75,7 @@ func TestScheduleSeesEveryState(t *testing.T) {
 				{Spec: scenario.Fault{Name: "on-learner", When: &scenario.When{Node: "cp2", State: "learner"}}, Kind: probe{events: events, name: "on-learner"}, Nodes: []string{"cp2"}},
 			}
 
-			s := NewSchedule(planned, nil, eventlog.New(), rec, clock.New(1))
-			ticks := make(chan struct{})
-			ctx, cancel := context.WithCancel(t.Context())
-
-			done := make(chan struct{})
-
-			go func() {
-				defer close(done)
-
-				s.Run(ctx, ticks, live)
-			}()
-
-			defer func() {
-				cancel()
-				<-done
-				s.Stop()
-			}()
+			_, ticks := runSchedule(t, planned, rec, live)
 
 			// Two ticks: the first is taken once Run reads them, the second
 			// once the first was handled (the channel is unbuffered).
@@ -131,22 +115,7 @@ func TestScheduleHealsOnAShortState(t *testing.T) {
 		{Spec: scenario.Fault{Name: "until-voter", Until: &scenario.When{Node: "cp2", State: "voter"}}, Kind: probe{events: events, name: "until-voter"}, Nodes: []string{"cp2"}},
 	}
 
-	s := NewSchedule(planned, nil, eventlog.New(), rec, clock.New(1))
-	ticks := make(chan struct{})
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan struct{})
-
-	go func() {
-		defer close(done)
-
-		s.Run(ctx, ticks, live)
-	}()
-
-	defer func() {
-		cancel()
-		<-done
-		s.Stop()
-	}()
+	s, ticks := runSchedule(t, planned, rec, live)
 
 	if e := next(t, events); e != "until-voter started" {
 		t.Fatalf("got %q, want the fault started", e)
@@ -178,6 +147,31 @@ func TestScheduleHealsOnAShortState(t *testing.T) {
 	if e := next(t, events); e != "until-voter healed" {
 		t.Fatalf("got %q, want the fault healed", e)
 	}
+}
+
+// runSchedule runs the planned faults' schedule until the test ends, on the
+// ticks the test sends.
+func runSchedule(t *testing.T, planned []Planned, rec *history.Recorder, live *judge.Live) (*Schedule, chan<- struct{}) {
+	t.Helper()
+
+	s := NewSchedule(planned, nil, eventlog.New(), rec, clock.New(1))
+	ticks := make(chan struct{})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+
+	go func() {
+		defer close(done)
+
+		s.Run(ctx, ticks, live)
+	}()
+
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		s.Stop()
+	})
+
+	return s, ticks
 }
 
 func next(t *testing.T, events <-chan string) string {
