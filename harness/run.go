@@ -215,6 +215,14 @@ func runCluster(ctx context.Context, sc *scenario.Scenario, clk clock.Clock, opt
 		observer.Run(ctx)
 	})
 
+	stallsWatched := make(chan struct{})
+
+	go part(bgCtx, "stalls", func(ctx context.Context) {
+		defer close(stallsWatched)
+
+		watchStalls(ctx, log, stallTick, stallGap)
+	})
+
 	schedule := chaos.NewSchedule(planned, cluster, log, rec, clk)
 	scheduled := make(chan struct{})
 	ticks := observer.Subscribe()
@@ -296,6 +304,7 @@ func runCluster(ctx context.Context, sc *scenario.Scenario, clk clock.Clock, opt
 		bgCancel()
 		<-observed
 		<-scheduled
+		<-stallsWatched
 		schedule.Stop()
 
 		res.Faults = schedule.Records()
@@ -315,6 +324,7 @@ func runCluster(ctx context.Context, sc *scenario.Scenario, clk clock.Clock, opt
 	bgCancel()
 	<-observed
 	<-scheduled
+	<-stallsWatched
 	schedule.Stop()
 
 	res.Faults = schedule.Records()
