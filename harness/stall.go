@@ -21,9 +21,9 @@ const (
 )
 
 // watchStalls tells the event log (run.stalled) of every time this process
-// was not scheduled for gap or more (waking every tick), until ctx ends. A run whose
-// history has a silent gap without one was held inside the process (a
-// lock, a blocked call), not by the host.
+// was not scheduled for gap or more (waking every tick), until ctx ends. A
+// run whose history has a silent gap without one was held inside the
+// process (a lock, a blocked call), not by the host.
 func watchStalls(ctx context.Context, log *eventlog.Log, tick, gap time.Duration) {
 	t := time.NewTicker(tick)
 	defer t.Stop()

@@ -13,8 +13,9 @@ import (
 )
 
 // A process stopped for two seconds (SIGSTOP from another process, then
-// SIGCONT: as a paused VM looks from inside) is told as a stall; running
-// on, it is not.
+// SIGCONT: as a paused VM looks from inside) is told as a stall, once.
+// (Anything else told is a stall too: a loaded machine may really hold the
+// test for a second.)
 func TestWatchStallsTellsAStoppedProcess(t *testing.T) {
 	log := eventlog.New()
 	ctx, cancel := context.WithCancel(t.Context())
@@ -26,7 +27,7 @@ func TestWatchStallsTellsAStoppedProcess(t *testing.T) {
 		watchStalls(ctx, log, 50*time.Millisecond, time.Second)
 	}()
 
-	// Running, not stopped: nothing to tell.
+	// Running first, not stopped.
 	time.Sleep(300 * time.Millisecond)
 
 	stop := exec.Command("sh", "-c", fmt.Sprintf("kill -STOP %d; sleep 2; kill -CONT %d", os.Getpid(), os.Getpid()))
@@ -43,14 +44,27 @@ func TestWatchStallsTellsAStoppedProcess(t *testing.T) {
 	cancel()
 	<-done
 
-	events := log.Events()
-	if len(events) != 1 || events[0].Kind != "run.stalled" {
-		t.Fatalf("events %v, want one run.stalled", events)
+	stopped := 0
+
+	for _, e := range log.Events() {
+		if e.Kind != "run.stalled" {
+			t.Fatalf("event %v, want only run.stalled", e)
+		}
+
+		said, _, _ := strings.Cut(strings.TrimPrefix(e.Msg, "this process was not scheduled for "), " ")
+
+		d, err := time.ParseDuration(said)
+		if err != nil || d < time.Second {
+			t.Fatalf("%q does not say how long, a second or more", e.Msg)
+		}
+
+		if d >= 1900*time.Millisecond && d <= 10*time.Second {
+			stopped++
+		}
 	}
 
-	said, _, _ := strings.Cut(strings.TrimPrefix(events[0].Msg, "this process was not scheduled for "), " ")
-	if d, err := time.ParseDuration(said); err != nil || d < 1900*time.Millisecond || d > 10*time.Second {
-		t.Errorf("%q does not say the two seconds", events[0].Msg)
+	if stopped != 1 {
+		t.Fatalf("%d stalls of about two seconds told, want the one: %v", stopped, log.Events())
 	}
 }
 

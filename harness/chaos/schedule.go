@@ -303,15 +303,21 @@ type armed struct {
 	when []bool
 	// until holds, for each until trigger armed, the offset (wall ms) from
 	// which entries count: a state seen before the fault started does not
-	// heal it. -1: not armed; -2: fired.
+	// heal it; or unarmed, or fired.
 	until         []int64
 	starts, heals []int
 }
 
+// An until trigger's offset when it is not armed yet, and once it fired.
+const (
+	unarmed = -1
+	fired   = -2
+)
+
 func newArmed(n int) *armed {
 	a := &armed{when: make([]bool, n), until: make([]int64, n)}
 	for i := range a.until {
-		a.until[i] = -1
+		a.until[i] = unarmed
 	}
 
 	return a
@@ -323,7 +329,7 @@ func (a *armed) armUntil(i int, fromMs int64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 
-	if a.until[i] == -1 {
+	if a.until[i] == unarmed {
 		a.until[i] = fromMs
 	}
 }
@@ -345,7 +351,7 @@ func (a *armed) check(planned []Planned, ev *judge.Evidence, atMs int64) {
 
 	for i, from := range a.until {
 		if from >= 0 && (atMs < 0 || atMs >= from) && Holds(v, *planned[i].Spec.Until) {
-			a.until[i] = -2
+			a.until[i] = fired
 			a.heals = append(a.heals, i)
 		}
 	}

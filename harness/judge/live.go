@@ -5,7 +5,8 @@ import "github.com/talchaos/talchaos/harness/history"
 // Live is the evidence of a run's history while the run records it: the
 // fold the judge reads afterwards (FromHistory), kept up to date entry by
 // entry, so that a trigger and a verdict never disagree about a moment.
-// State triggers and the run's narration of mode changes read it.
+// State triggers watch it (Watch); the run's narration of mode changes
+// reads it.
 type Live struct {
 	f *history.Follower
 }

@@ -239,14 +239,13 @@ func (c *Cluster) buildImage(ctx context.Context, bin string) error {
 	}
 
 	// The image holds the node binary and, with Kubernetes, the Kubernetes
-	// binaries: hundreds of megabytes the daemon has just written, which the
-	// kernel writes back about 30 s later (dirty_expire_centisecs), in the
-	// middle of the run. On a busy disk that write-back held every node's
-	// disk for tens of seconds (a joining etcd's first WAL sync, the peers'
-	// writes): a learner that could not catch up within its promote window,
-	// the host's disk in the verdict. Written back now, before the nodes
-	// start, it costs the provisioning a few seconds instead. (A remote
-	// daemon's disk is not this machine's; the flush is then merely useless.)
+	// binaries: hundreds of megabytes the daemon has just written (about
+	// 870 MB dirty after a build, measured), which the kernel would write
+	// back about 30 s later (dirty_expire_centisecs), in the middle of the
+	// run, beside the nodes' own syncs (a joining etcd's first WAL). Written
+	// back now, before the nodes start, it costs the provisioning a second
+	// or three instead (docs/measurements.md "Stop 46"). A remote daemon's
+	// disk is not this machine's; the flush is then merely useless.
 	syscall.Sync()
 
 	return nil
