@@ -103,18 +103,24 @@ func errorResult() *result.Result {
 	return r
 }
 
-func TestWriteFiles(t *testing.T) {
-	tests := []struct {
-		name string
-		r    *result.Result
-	}{
+// namedResult is one of the results the report tests write and read.
+type namedResult struct {
+	name string
+	r    *result.Result
+}
+
+// results are a result of each verdict, and an empty one, each new.
+func results() []namedResult {
+	return []namedResult{
 		{"empty", emptyResult()},
 		{"pass", passResult()},
 		{"fail", failResult()},
 		{"error", errorResult()},
 	}
+}
 
-	for _, tt := range tests {
+func TestWriteFiles(t *testing.T) {
+	for _, tt := range results() {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "out", "nested")
 
@@ -177,17 +183,7 @@ func assertDirHolds(t *testing.T, dir string, names []string) {
 }
 
 func TestJSONRoundTrip(t *testing.T) {
-	tests := []struct {
-		name string
-		r    *result.Result
-	}{
-		{"empty", emptyResult()},
-		{"pass", passResult()},
-		{"fail", failResult()},
-		{"error", errorResult()},
-	}
-
-	for _, tt := range tests {
+	for _, tt := range results() {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
 			if _, err := Write(dir, tt.r); err != nil {

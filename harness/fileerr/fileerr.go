@@ -27,3 +27,16 @@ func (es List[E]) Unwrap() []error {
 
 	return out
 }
+
+// Collect returns nil for no problem, the single problem as is, or the List
+// of them all, in the order given.
+func Collect[E error](errs []E) error {
+	switch len(errs) {
+	case 0:
+		return nil
+	case 1:
+		return errs[0]
+	}
+
+	return List[E](errs)
+}

@@ -62,14 +62,7 @@ type Errors = fileerr.List[*Error]
 // Collect returns nil for no problem, the single error as is, or all of them
 // (at most MaxErrors).
 func Collect(errs []*Error) error {
-	switch len(errs) {
-	case 0:
-		return nil
-	case 1:
-		return errs[0]
-	}
-
-	return Errors(errs[:min(len(errs), MaxErrors)])
+	return fileerr.Collect(errs[:min(len(errs), MaxErrors)])
 }
 
 // Problems collects the problems a validation finds after decoding, each at

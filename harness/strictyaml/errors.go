@@ -46,17 +46,10 @@ type Errors = fileerr.List[*Error]
 // Collect returns nil for no problem, the single error as is, or all of them in
 // line order.
 func Collect(errs []*Error) error {
-	switch len(errs) {
-	case 0:
-		return nil
-	case 1:
-		return errs[0]
-	}
-
 	errs = append([]*Error(nil), errs...)
 	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Line < errs[j].Line })
 
-	return Errors(errs)
+	return fileerr.Collect(errs)
 }
 
 // Lines maps field paths ("faults[2].when.state") to their line in a file, so
