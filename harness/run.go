@@ -299,8 +299,9 @@ func runCluster(ctx context.Context, sc *scenario.Scenario, clk clock.Clock, opt
 		}
 	}
 
-	switch {
-	case ctx.Err() != nil:
+	// stopBackground ends the observer, the schedule and the stall watch and
+	// keeps what the schedule did.
+	stopBackground := func() {
 		bgCancel()
 		<-observed
 		<-scheduled
@@ -308,6 +309,11 @@ func runCluster(ctx context.Context, sc *scenario.Scenario, clk clock.Clock, opt
 		schedule.Stop()
 
 		res.Faults = schedule.Records()
+	}
+
+	switch {
+	case ctx.Err() != nil:
+		stopBackground()
 
 		return fmt.Errorf("interrupted: %w", ctx.Err())
 	case orchErr != nil:
@@ -321,13 +327,7 @@ func runCluster(ctx context.Context, sc *scenario.Scenario, clk clock.Clock, opt
 
 	settle(ctx, sc, clk, within, cadence, interval, log, rec, observer, opts.UntilConverged)
 
-	bgCancel()
-	<-observed
-	<-scheduled
-	<-stallsWatched
-	schedule.Stop()
-
-	res.Faults = schedule.Records()
+	stopBackground()
 
 	if ctx.Err() != nil {
 		return fmt.Errorf("interrupted: %w", ctx.Err())

@@ -478,20 +478,7 @@ func (s *Server) routeStream(srv any, ss grpc.ServerStream, info *grpc.StreamSer
 		}
 	}()
 
-	for {
-		f := &frame{}
-		if err := cs.RecvMsg(f); err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-
-			return err
-		}
-
-		if err := ss.SendMsg(f); err != nil {
-			return err
-		}
-	}
+	return receiveAll(cs, func(f *frame) error { return ss.SendMsg(f) })
 }
 
 // fanOutStream is apid's one-to-many streaming (the proxy's one2many mode
@@ -576,6 +563,12 @@ func (s *Server) streamFrom(ctx context.Context, srv any, info *grpc.StreamServe
 		return err
 	}
 
+	return receiveAll(cs, func(f *frame) error { return out(f.payload) })
+}
+
+// receiveAll hands each frame of a peer's stream to send, until the stream
+// ends (nil) or fails.
+func receiveAll(cs grpc.ClientStream, send func(*frame) error) error {
 	for {
 		f := &frame{}
 		if err := cs.RecvMsg(f); err != nil {
@@ -586,7 +579,7 @@ func (s *Server) streamFrom(ctx context.Context, srv any, info *grpc.StreamServe
 			return err
 		}
 
-		if err := out(f.payload); err != nil {
+		if err := send(f); err != nil {
 			return err
 		}
 	}
