@@ -151,14 +151,7 @@ func TestDiscoveryCutAfterRegistration(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
-	c := simtest.FromScenario(t, newScenario(2), 1)
-	nodes := c.Nodes()
-
-	for _, n := range nodes {
-		apply(t, ctx, n)
-	}
-
-	cl := secure(t, ctx, c, nodes[0])
+	c, nodes, cl := configuredCluster(t, ctx, 2)
 	cp1, cp2 := client.WithNode(ctx, nodes[0].Address), client.WithNode(ctx, nodes[1].Address)
 	both := []string{"cp1", "cp2"}
 

@@ -38,6 +38,21 @@ func formed(t *testing.T, ctx context.Context, n int) *sim.Cluster {
 }
 
 // secure is a client of the cluster's talosconfig, of node n.
+// configuredCluster starts cps control planes, applies each its config and
+// opens a talosconfig client to the first.
+func configuredCluster(t *testing.T, ctx context.Context, cps int) (*sim.Cluster, []target.Node, *client.Client) {
+	t.Helper()
+
+	c := simtest.FromScenario(t, newScenario(cps), 1)
+	nodes := c.Nodes()
+
+	for _, n := range nodes {
+		apply(t, ctx, n)
+	}
+
+	return c, nodes, secure(t, ctx, c, nodes[0])
+}
+
 func secure(t *testing.T, ctx context.Context, c *sim.Cluster, n target.Node) *client.Client {
 	t.Helper()
 

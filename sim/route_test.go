@@ -14,8 +14,6 @@ import (
 	"github.com/siderolabs/talos/pkg/machinery/api/common"
 	"github.com/siderolabs/talos/pkg/machinery/client"
 	"github.com/siderolabs/talos/pkg/machinery/resources/runtime"
-
-	"github.com/talchaos/talchaos/sim/simtest"
 )
 
 // One endpoint serves every node, by the node/nodes metadata, as apid does: what
@@ -24,14 +22,7 @@ func TestOneEndpointReachesEveryNode(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
-	c := simtest.FromScenario(t, newScenario(3), 1)
-	nodes := c.Nodes()
-
-	for _, n := range nodes {
-		apply(t, ctx, n)
-	}
-
-	cl := secure(t, ctx, c, nodes[0])
+	_, nodes, cl := configuredCluster(t, ctx, 3)
 
 	// One-to-many: one message per node, stamped with the node it came from.
 	eventually(t, 30*time.Second, func() error {
@@ -127,14 +118,7 @@ func TestStreamsAreStampedWithTheirNode(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
-	c := simtest.FromScenario(t, newScenario(2), 1)
-	nodes := c.Nodes()
-
-	for _, n := range nodes {
-		apply(t, ctx, n)
-	}
-
-	cl := secure(t, ctx, c, nodes[0])
+	_, nodes, cl := configuredCluster(t, ctx, 2)
 
 	for _, n := range nodes {
 		eventually(t, 30*time.Second, func() error {
