@@ -220,7 +220,7 @@ func runCluster(ctx context.Context, sc *scenario.Scenario, clk clock.Clock, opt
 	go part(bgCtx, "stalls", func(ctx context.Context) {
 		defer close(stallsWatched)
 
-		watchStalls(ctx, log, stallTick, stallGap)
+		watchStalls(ctx, log, rec, stallTick, stallGap)
 	})
 
 	schedule := chaos.NewSchedule(planned, cluster, log, rec, clk)
@@ -339,7 +339,7 @@ func runCluster(ctx context.Context, sc *scenario.Scenario, clk clock.Clock, opt
 	rec.Close()
 
 	v := judge.Judge(rec.History(), sc.Expect)
-	res.Outcome, res.Diagnoses, res.Checks, res.Verdict = v.Outcome, v.Diagnoses, v.Checks, v.Verdict
+	res.Outcome, res.Diagnoses, res.Checks, res.Verdict, res.Error = v.Outcome, v.Diagnoses, v.Checks, v.Verdict, v.Void
 
 	for _, d := range res.Diagnoses {
 		log.Add(d.Node, "diagnosis."+d.Code, d.Message)

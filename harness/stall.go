@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/talchaos/talchaos/harness/eventlog"
+	"github.com/talchaos/talchaos/harness/history"
 )
 
 // stallGap is how long this process may go without running a goroutine
@@ -20,11 +21,13 @@ const (
 	stallGap  = 5 * time.Second
 )
 
-// watchStalls tells the event log (run.stalled) of every time this process
-// was not scheduled for gap or more (waking every tick), until ctx ends. A
-// run whose history has a silent gap without one was held inside the
-// process (a lock, a blocked call), not by the host.
-func watchStalls(ctx context.Context, log *eventlog.Log, tick, gap time.Duration) {
+// watchStalls records in the history and tells the event log (run.stalled)
+// every time this process was not scheduled for gap or more (waking every
+// tick), until ctx ends. A run whose history has a silent gap without one
+// was held inside the process (a lock, a blocked call), not by the host.
+// The judge does not blame the cluster for what failed across a long one
+// (judge.Judge).
+func watchStalls(ctx context.Context, log *eventlog.Log, rec *history.Recorder, tick, gap time.Duration) {
 	t := time.NewTicker(tick)
 	defer t.Stop()
 
@@ -38,6 +41,7 @@ func watchStalls(ctx context.Context, log *eventlog.Log, tick, gap time.Duration
 			// The monotonic clock counts the time the process did not run.
 			now := time.Now()
 			if d := now.Sub(last); d >= gap {
+				rec.Stall(d)
 				log.Add("", "run.stalled", fmt.Sprintf("this process was not scheduled for %s (the host stalled: a paused VM, a swapping or starved machine, a stopped process); deadlines that ran out and lines that arrived together then are the host's, not the cluster's",
 					d.Round(time.Millisecond)))
 			}

@@ -5,26 +5,32 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/talchaos/talchaos/harness/clock"
 	"github.com/talchaos/talchaos/harness/eventlog"
+	"github.com/talchaos/talchaos/harness/history"
+	"github.com/talchaos/talchaos/harness/strictjson"
+	"github.com/talchaos/talchaos/harness/target"
 )
 
 // A process stopped for two seconds (SIGSTOP from another process, then
-// SIGCONT: as a paused VM looks from inside) is told as a stall, once.
-// (Anything else told is a stall too: a loaded machine may really hold the
-// test for a second.)
+// SIGCONT: as a paused VM looks from inside) is told as a stall, once, and
+// recorded in the history. (Anything else told is a stall too: a loaded
+// machine may really hold the test for a second.)
 func TestWatchStallsTellsAStoppedProcess(t *testing.T) {
 	log := eventlog.New()
+	rec := history.NewRecorder(log.Start(), clock.New(60), []history.Node{{Name: "cp1", Role: target.ControlPlane, Address: "10.5.0.2"}})
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 
 	go func() {
 		defer close(done)
 
-		watchStalls(ctx, log, 50*time.Millisecond, time.Second)
+		watchStalls(ctx, log, rec, 50*time.Millisecond, time.Second)
 	}()
 
 	// Running first, not stopped.
@@ -65,6 +71,26 @@ func TestWatchStallsTellsAStoppedProcess(t *testing.T) {
 
 	if stopped != 1 {
 		t.Fatalf("%d stalls of about two seconds told, want the one: %v", stopped, log.Events())
+	}
+
+	// The history has each stall told, as long as told.
+	h := rec.History()
+
+	var recorded []time.Duration
+
+	for _, e := range h.Entries {
+		if e.Stall != nil {
+			recorded = append(recorded, time.Duration(e.Stall.DurationMs)*time.Millisecond)
+		}
+	}
+
+	if len(recorded) != len(log.Events()) || !slices.ContainsFunc(recorded, func(d time.Duration) bool { return d >= 1900*time.Millisecond && d <= 10*time.Second }) {
+		t.Fatalf("the history records stalls of %v; the events: %v", recorded, log.Events())
+	}
+
+	p := &strictjson.Problems{}
+	if h.Check(p, "history", history.Known{}); len(p.Errs()) > 0 {
+		t.Fatalf("the history with its stalls does not check: %v", p.Errs())
 	}
 }
 

@@ -69,6 +69,7 @@ type view struct {
 	Ticks     []tick
 	Lanes     []lane
 	Bands     []band
+	Stalls    []band
 	Markers   []marker
 	Chart     chartView
 	Diagnoses []diagView
@@ -316,6 +317,8 @@ func newView(r *result.Result) *view {
 				v.Markers = append(v.Markers, marker{X: x(e.TalosMs), Y: ly + rowHeight/2, Class: callClass(*e.Call), Shape: "call",
 					Title: fmt.Sprintf("%s: %s (%s): %s %s", talosTime(e.TalosMs), e.Call.RPC, e.Call.Client, e.Call.Code, e.Call.Message), Anchor: id})
 			}
+		case e.Stall != nil:
+			v.Stalls = append(v.Stalls, stallBand(e, clock.New(h.Scale), x, lanesEnd))
 		case e.Trigger != nil:
 			if ly, ok := laneY[e.Node]; ok {
 				v.Markers = append(v.Markers, marker{X: x(e.TalosMs), Y: ly - 3, Class: "trigger", Shape: "trigger",
@@ -471,6 +474,15 @@ func faultBand(start history.Entry, until int64, x func(int64) float64, laneY ma
 	return b
 }
 
+// stallBand shades, across every lane, a time talchaos's own process did
+// not run: what the lanes show then is the host's.
+func stallBand(e history.Entry, clk clock.Clock, x func(int64) float64, lanesEnd float64) band {
+	from := e.TalosMs - clk.TalosMs(e.Stall.DurationMs)
+
+	return band{X: x(from), W: math.Max(x(e.TalosMs)-x(from), 1), Y: axisHeight - 2, H: lanesEnd - laneGap - axisHeight + 2, Name: "host stalled",
+		Title: fmt.Sprintf("talchaos's process did not run for %s of wall time, %s → %s: the host stood still", fmtSeconds(e.Stall.DurationMs), talosTime(from), talosTime(e.TalosMs))}
+}
+
 func appendStep(pts []string, x float64, prev, cur int) []string {
 	if prev >= 0 {
 		pts = append(pts, fmt.Sprintf("%.1f,%d", x, prev))
@@ -573,6 +585,9 @@ func entryOf(e history.Entry, id string) (entryView, bool) {
 		}
 	case e.Log != nil:
 		ev.Kind, ev.Class, ev.Text = e.Log.Source, "log", e.Log.Text
+	case e.Stall != nil:
+		ev.Kind, ev.Class = "stall", "stall"
+		ev.Text = fmt.Sprintf("talchaos's process did not run for %s of wall time until here: the host stood still (what was seen then is the host's, not the cluster's)", fmtSeconds(e.Stall.DurationMs))
 	case e.Step != "":
 		ev.Kind, ev.Class, ev.Text = "step", "step", e.Step
 	default:

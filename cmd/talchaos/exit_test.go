@@ -22,6 +22,7 @@ import (
 	"github.com/siderolabs/talos/pkg/machinery/config"
 	"github.com/siderolabs/talos/pkg/machinery/config/generate"
 
+	"github.com/talchaos/talchaos/harness/history"
 	"github.com/talchaos/talchaos/harness/result"
 	"github.com/talchaos/talchaos/harness/scratch"
 	"github.com/talchaos/talchaos/harness/secretbundle"
@@ -177,6 +178,43 @@ func TestExitsAreClean(t *testing.T) {
 
 		waitGone(t, child, "the killed run's grandchild")
 		assertNothingLeft(t, tmp, killed)
+	})
+
+	// A run stopped outright for six seconds (SIGSTOP, then SIGCONT: as a
+	// paused VM looks from inside), six Talos minutes at 60x, whose
+	// expectation fails: the stall is in its history, and the verdict is
+	// error (exit 3), not fail, naming it.
+	t.Run("run/SIGSTOP for six seconds", func(t *testing.T) {
+		tmp := privateTmp(t)
+		reportDir := filepath.Join(t.TempDir(), "report")
+		file := filepath.Join(t.TempDir(), "one-voter.yaml")
+
+		// Three control planes form; the expectation of one voter fails.
+		if err := os.WriteFile(file, []byte("apiVersion: talchaos/v1\nkind: Scenario\nname: one-voter\ntimeScale: 60\n"+
+			"cluster: {controlPlanes: 3}\norchestrator: {name: resilient}\nexpect: {voters: 1}\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+
+		p := startCLI(t, bin, tmp, "run", file, "--report-dir", reportDir)
+		p.waitFor(t, orchestratorEvent)
+
+		p.signal(syscall.SIGSTOP)
+		time.Sleep(6 * time.Second)
+		p.signal(syscall.SIGCONT)
+		p.wait(t, exitHarness)
+
+		r := readReport(t, filepath.Join(reportDir, "report.json"))
+		if r.Verdict != result.Error || !strings.Contains(r.Error, "the host did not run talchaos for 6") {
+			t.Errorf("report verdict %q error %q, want error naming the stall", r.Verdict, r.Error)
+		}
+
+		if !slices.ContainsFunc(r.History.Entries, func(e history.Entry) bool { return e.Stall != nil && e.Stall.DurationMs >= 5900 }) {
+			t.Errorf("the history records no stall of six seconds")
+		}
+
+		if !strings.Contains(p.stdout.String(), "verdict: ERROR") {
+			t.Errorf("stdout does not tell the verdict:\n%s", p.stdout.String())
+		}
 	})
 
 	// hunt: an interrupted seed is reported as interrupted, neither passed nor

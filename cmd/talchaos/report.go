@@ -78,7 +78,7 @@ func rejudgeReport(out io.Writer, path string, res *result.Result) error {
 	v := judge.Judge(*res.History, sc.Expect)
 
 	again := *res
-	again.Outcome, again.Diagnoses, again.Checks, again.Verdict = v.Outcome, v.Diagnoses, v.Checks, v.Verdict
+	again.Outcome, again.Diagnoses, again.Checks, again.Verdict, again.Error = v.Outcome, v.Diagnoses, v.Checks, v.Verdict, v.Void
 
 	fmt.Fprint(out, reports.Summary(&again))
 
@@ -90,11 +90,14 @@ func rejudgeReport(out io.Writer, path string, res *result.Result) error {
 			strings.ToUpper(v.Verdict), strings.ToUpper(res.Verdict), len(res.Diagnoses), buildinfo.Read(), res.Tool)
 	}
 
-	if v.Verdict != result.Pass {
-		return &exitError{code: exitFail}
+	switch v.Verdict {
+	case result.Pass:
+		return nil
+	case result.Error:
+		return &exitError{code: exitHarness}
 	}
 
-	return nil
+	return &exitError{code: exitFail}
 }
 
 func newReplayCmd() *cobra.Command {

@@ -325,7 +325,9 @@ func runScenario(cmd *cobra.Command, arg string, opts runOptions) error {
 	switch {
 	case err != nil && harness.IsInputError(err):
 		code = exitInput
-	case err != nil:
+	case err != nil, res.Verdict == result.Error:
+		// An error verdict without an error: the judge voided a failure
+		// that came across a stall of the host (judge.Judge).
 		code = exitHarness
 	case res.Verdict == result.Fail:
 		code = exitFail

@@ -54,6 +54,9 @@ type Entry struct {
 	Fault   *FaultEvent `json:"fault,omitempty"`
 	Trigger *Trigger    `json:"trigger,omitempty"`
 	Log     *Log        `json:"log,omitempty"`
+	// Stall is a time the run's own process did not run, ending at the
+	// entry's offset: what it saw then is the host's, not the cluster's.
+	Stall *Stall `json:"stall,omitempty"`
 	// Step is an orchestrator's own account of what it does next (not judged).
 	Step string `json:"step,omitempty"`
 }
@@ -108,6 +111,14 @@ type Trigger struct {
 	// Heal is set for an until trigger (the fault heals after AfterMs).
 	Heal    bool  `json:"heal,omitempty"`
 	AfterMs int64 `json:"afterMs,omitempty"`
+}
+
+// Stall is a time talchaos's process was not scheduled (a paused VM, a
+// starved or swapping host, a stopped process): neither its orchestrator nor
+// its observer ran, nor, on the sim, the nodes; on containers the whole
+// machine may have stood still with it. It ended at its entry's offset.
+type Stall struct {
+	DurationMs int64 `json:"durationMs"`
 }
 
 // Log sources.
@@ -368,6 +379,15 @@ func (r *Recorder) Step(node, text string) {
 	}
 
 	r.add(r.Since(), Entry{Node: node, Step: r.clean(text)})
+}
+
+// Stall records that the process was not scheduled for d, until now.
+func (r *Recorder) Stall(d time.Duration) {
+	if r == nil {
+		return
+	}
+
+	r.add(r.Since(), Entry{Stall: &Stall{DurationMs: d.Milliseconds()}})
 }
 
 // Close ends the history: what is recorded afterwards (a log line still on

@@ -126,7 +126,7 @@ func (e *Entry) check(p *strictjson.Problems, ep string, nodes map[string]Node, 
 		set  bool
 	}{
 		{"observed", e.Observed != nil}, {"call", e.Call != nil}, {"fault", e.Fault != nil},
-		{"trigger", e.Trigger != nil}, {"log", e.Log != nil}, {"step", e.Step != ""},
+		{"trigger", e.Trigger != nil}, {"log", e.Log != nil}, {"stall", e.Stall != nil}, {"step", e.Step != ""},
 	} {
 		if k.set {
 			what = append(what, k.name)
@@ -135,7 +135,7 @@ func (e *Entry) check(p *strictjson.Problems, ep string, nodes map[string]Node, 
 
 	switch len(what) {
 	case 0:
-		p.Addf(ep, "records nothing: an entry has one of observed, call, fault, trigger, log or step")
+		p.Addf(ep, "records nothing: an entry has one of observed, call, fault, trigger, log, stall or step")
 
 		return
 	case 1:
@@ -152,7 +152,7 @@ func (e *Entry) check(p *strictjson.Problems, ep string, nodes map[string]Node, 
 	node, known := nodes[e.Node]
 
 	switch {
-	case e.Node == "" && e.Fault == nil && e.Step == "":
+	case e.Node == "" && e.Fault == nil && e.Step == "" && e.Stall == nil:
 		p.Addf(strictjson.Key(ep, "node"), "missing: every %s entry names its node", what[0])
 	case e.Node != "" && !known:
 		p.Addf(strictjson.Key(ep, "node"), "names node %s, which is not one of the history's nodes", strictjson.Quote(e.Node))
@@ -167,10 +167,24 @@ func (e *Entry) check(p *strictjson.Problems, ep string, nodes map[string]Node, 
 		e.Fault.check(p, strictjson.Key(ep, "fault"), e.Node, nodes, names.Kind)
 	case e.Trigger != nil:
 		e.Trigger.check(p, strictjson.Key(ep, "trigger"), names)
+	case e.Stall != nil:
+		e.Stall.check(p, ep, e)
 	case e.Log != nil:
 		if !slices.Contains(logSources, e.Log.Source) {
 			p.Addf(strictjson.Key(strictjson.Key(ep, "log"), "source"), "is %s: want %s", strictjson.Quote(e.Log.Source), strings.Join(logSources, " or "))
 		}
+	}
+}
+
+// check: a stall lasted some time, and not since before the run began; it
+// is of the process, not of a node.
+func (s *Stall) check(p *strictjson.Problems, ep string, e *Entry) {
+	if e.Node != "" {
+		p.Addf(strictjson.Key(ep, "node"), "names node %s: a stall is of talchaos's process, not of a node", strictjson.Quote(e.Node))
+	}
+
+	if s.DurationMs <= 0 || s.DurationMs > e.WallMs {
+		p.Addf(strictjson.Key(strictjson.Key(ep, "stall"), "durationMs"), "is %d: a stall lasts some time, and not since before the run began (it ended %d ms in)", s.DurationMs, e.WallMs)
 	}
 }
 

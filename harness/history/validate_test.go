@@ -29,6 +29,7 @@ func validHistory() History {
 			{WallMs: 4, TalosMs: 240, Node: "cp2", Trigger: &Trigger{Fault: "f", State: "learner", Heal: true, AfterMs: 10000}},
 			{WallMs: 5, TalosMs: 300, Node: "cp2", Log: &Log{Source: LogEtcd, Level: "warn", Text: "x"}},
 			{WallMs: 6, TalosMs: 360, Node: "cp2", Observed: obs("cp2", "10.0.0.2"), Final: true},
+			{WallMs: 6, TalosMs: 360, Stall: &Stall{DurationMs: 5}},
 		},
 	}
 }
@@ -57,6 +58,9 @@ func TestCheck(t *testing.T) {
 		{"talos time", func(h *History) { h.Entries[2].TalosMs = 61 }, []string{"history.entries[2].talosMs: is 61, but wallMs × scale is 60"}},
 		{"two things", func(h *History) { h.Entries[0].Log = &Log{Source: LogEtcd} }, []string{"history.entries[0]: records log and step at once"}},
 		{"nothing", func(h *History) { h.Entries[0].Step = "" }, []string{"history.entries[0]: records nothing"}},
+		{"stall of a node", func(h *History) { h.Entries[9].Node = "cp1" }, []string{`history.entries[9].node: names node "cp1": a stall is of talchaos's process, not of a node`}},
+		{"stall of no time", func(h *History) { h.Entries[9].Stall.DurationMs = 0 }, []string{"history.entries[9].stall.durationMs: is 0: a stall lasts some time"}},
+		{"stall from before the run", func(h *History) { h.Entries[9].Stall.DurationMs = 7 }, []string{"history.entries[9].stall.durationMs: is 7: a stall lasts some time, and not since before the run began (it ended 6 ms in)"}},
 		{"final call", func(h *History) { h.Entries[4].Final = true }, []string{"history.entries[4].final: is set on an entry that is not an observation"}},
 		{"unknown node", func(h *History) { h.Entries[7].Node = "cp3" }, []string{`history.entries[7].node: names node "cp3"`}},
 		{"observation of no node", func(h *History) { h.Entries[1].Node = "" }, []string{"history.entries[1].node: missing: every observed entry names its node"}},

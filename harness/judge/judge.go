@@ -19,8 +19,12 @@ type Verdict struct {
 	Outcome   result.Outcome
 	Diagnoses []result.Diagnosis
 	Checks    []result.Check
-	// Verdict is result.Pass or result.Fail.
+	// Verdict is result.Pass or result.Fail, or result.Error when the
+	// expectations failed across a long stall of talchaos's own process
+	// (Void says which): the run could not be carried out as the scenario
+	// says.
 	Verdict string
+	Void    string
 }
 
 // Judge judges a run's history against the scenario's expectations.
@@ -44,6 +48,12 @@ func Judge(h history.History, exp scenario.Expect) Verdict {
 	for _, c := range v.Checks {
 		if !c.Passed {
 			v.Verdict = result.Fail
+		}
+	}
+
+	if v.Verdict == result.Fail {
+		if why := stallVoids(h); why != "" {
+			v.Verdict, v.Void = result.Error, why
 		}
 	}
 
