@@ -6,6 +6,7 @@ import (
 
 	"github.com/talchaos/talchaos/harness/clock"
 	"github.com/talchaos/talchaos/harness/history"
+	"github.com/talchaos/talchaos/harness/result"
 )
 
 // VoidingStall is the shortest stall of talchaos's own process, in Talos
@@ -63,4 +64,12 @@ func stallVoids(h history.History) string {
 
 func stallOf(e history.Entry) time.Duration {
 	return time.Duration(e.Stall.DurationMs) * time.Millisecond
+}
+
+// VoidedByStall reports whether res is a failure voided for a stall of the
+// machine it ran on: its verdict error and its history recording a stall of
+// a Talos minute or more. Such a run is one to make again, not a result
+// (what a test of a scenario's verdict does with it).
+func VoidedByStall(res *result.Result) bool {
+	return res != nil && res.Verdict == result.Error && res.History != nil && stallVoids(*res.History) != ""
 }

@@ -70,6 +70,11 @@ func TestStallVoidsAFailingVerdict(t *testing.T) {
 				}
 			}
 
+			res := &result.Result{Verdict: v.Verdict, History: &tc.h}
+			if VoidedByStall(res) != (tc.verdict == result.Error) {
+				t.Errorf("VoidedByStall %v for verdict %s", VoidedByStall(res), v.Verdict)
+			}
+
 			// The checks and diagnoses stay as the history shows them.
 			if tc.verdict == result.Error && (len(v.Checks) != 1 || v.Checks[0].Passed) {
 				t.Errorf("checks %+v, want the failed voters check", v.Checks)
