@@ -239,6 +239,15 @@ func TestDuplicateHostnames(t *testing.T) {
 	nodes := c.Nodes()
 	cl := applyAndBootstrap(t, ctx, c, nodes[0].Endpoint)
 
+	// A failure says what the nodes said (cp3's join, cp2's loop).
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, n := range nodes {
+				t.Logf("%s's machined log:\n%s", n.Name, strings.Join(c.Node(n.Name).Log("machined").Lines(), "\n"))
+			}
+		}
+	})
+
 	eventually(t, 90*time.Second, func() error {
 		svcs, err := cl.ServiceInfo(client.WithNode(ctx, nodes[1].Address), "etcd")
 		if err != nil {
