@@ -545,7 +545,7 @@ func legend() []legendItem {
 		{"member-learner", "learner"}, {"member-unstarted", "learner, not started"}, {"member-voter", "voter"},
 		{"kube-not-ready", "API server not ready"}, {"kube-ready", "API server ready"}, {"kube-in-service", "in the endpoints"},
 		{"kube-node-not-ready", "Node NotReady"}, {"kube-node-ready", "Node Ready"},
-		{"call-ok", "call ok"}, {"call-failed", "call refused"}, {"call-noanswer", "call unanswered"}, {"fault", "fault window"},
+		{"call-ok", "call ok"}, {"call-failed", "call refused"}, {"call-noanswer", "call unanswered"}, {"fault", "fault window"}, {"stall", "host stalled (talchaos not run)"},
 	}
 }
 
