@@ -29,8 +29,9 @@ func newReportCmd() *cobra.Command {
 With --rejudge the outcome, the diagnoses and the verdict are derived again from
 the run's recorded history and the expectations of the scenario copy the report
 holds (neither the nodes nor the scenario file are needed), and compared with
-what the run recorded. Exit code: that of the verdict (0 pass, 1 fail); 2 when
-the report holds no history (schema v1).`,
+what the run recorded. Exit code: that of the verdict (0 pass, 1 fail, 3 error:
+a failure across a stall of the host); 2 when the report holds no history
+(schema v1).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			path := reportPath(args[0])

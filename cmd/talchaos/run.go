@@ -56,7 +56,10 @@ func newRunCmd() *cobra.Command {
 write report.json, junit.xml and summary.md to the report directory.
 
 Exit codes: 0 expectations held, 1 expectations failed, 2 bad input or usage,
-3 harness or infrastructure error. A report is written in every case.`,
+3 harness or infrastructure error, or expectations that failed across a stall
+of talchaos's own process of a Talos minute or more (a paused VM, a starved
+host: the failure may be the host's, run it again). A report is written in
+every case.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runScenario(cmd, args[0], opts)

@@ -9,7 +9,7 @@ import (
 	"github.com/talchaos/talchaos/harness/result"
 )
 
-// VoidingStall is the shortest stall of talchaos's own process, in Talos
+// voidingStall is the shortest stall of talchaos's own process, in Talos
 // time, across which a failed expectation is not the cluster's: a minute,
 // half the shortest window the judge and the resilient orchestrator count
 // with (a learner older than two minutes is stale), and the Talos time of
@@ -19,10 +19,10 @@ import (
 // machine may have stood still with it. When it resumed, every deadline and
 // window that the stall spanned had run out at once: a learner's promote
 // window, a join's timeout, the orchestrator's waits.
-const VoidingStall = time.Minute
+const voidingStall = time.Minute
 
 // stallVoids says why a failing verdict is void: the history records a
-// stall of the process of at least VoidingStall of Talos time. Empty when it
+// stall of the process of at least voidingStall of Talos time. Empty when it
 // records none.
 func stallVoids(h history.History) string {
 	clk := clock.New(h.Scale)
@@ -33,7 +33,7 @@ func stallVoids(h history.History) string {
 	)
 
 	for _, e := range h.Entries {
-		if e.Stall == nil || clk.Talos(stallOf(e)) < VoidingStall {
+		if e.Stall == nil || clk.Talos(stallOf(e)) < voidingStall {
 			continue
 		}
 
