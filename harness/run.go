@@ -338,8 +338,7 @@ func runCluster(ctx context.Context, sc *scenario.Scenario, clk clock.Clock, opt
 	// still streaming in would otherwise make a rejudge differ).
 	rec.Close()
 
-	v := judge.Judge(rec.History(), sc.Expect)
-	res.Outcome, res.Diagnoses, res.Checks, res.Verdict, res.Error = v.Outcome, v.Diagnoses, v.Checks, v.Verdict, v.Void
+	judge.Judge(rec.History(), sc.Expect).Apply(res)
 
 	for _, d := range res.Diagnoses {
 		log.Add(d.Node, "diagnosis."+d.Code, d.Message)

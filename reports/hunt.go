@@ -137,6 +137,9 @@ func huntSuite(h *Hunt) junitTestSuite {
 
 		switch r.Verdict {
 		case stats.Pass:
+		case stats.Void:
+			suite.Skipped++
+			c.Skipped = &junitProblem{Message: "void: " + msg, Body: xmlSafe(r.Failure)}
 		case stats.Error:
 			suite.Errors++
 			c.Error = &junitProblem{Message: msg, Body: xmlSafe(r.Failure)}
@@ -161,7 +164,11 @@ func HuntSummary(h *Hunt) string {
 	fmt.Fprintf(&b, "## talchaos hunt `%s` on %s\n\n", h.Scenario, h.Target)
 	fmt.Fprintf(&b, "Expectations held for **%d of %d** seeds: rate %.2f, Wilson 95 %% interval %.2f–%.2f. "+
 		"Time to the outcome p50 %s, p95 %s. %d at a time, %s wall.\n\n",
-		s.Passed, s.Runs, s.Rate, s.Low, s.High, Millis(s.P50Ms), Millis(s.P95Ms), h.Parallel, Millis(h.WallMs))
+		s.Passed, s.Judged(), s.Rate, s.Low, s.High, Millis(s.P50Ms), Millis(s.P95Ms), h.Parallel, Millis(h.WallMs))
+
+	if s.Void > 0 {
+		fmt.Fprintf(&b, "%s\n\n", VoidNote(s))
+	}
 
 	if h.TimeScale != 0 {
 		fmt.Fprintf(&b, "Every seed at time scale %s (`--time-scale`).\n\n", shard.ScaleText(h.TimeScale))
@@ -179,6 +186,14 @@ func HuntSummary(h *Hunt) string {
 	}
 
 	return b.String()
+}
+
+// VoidNote says that some of a scenario's runs were voided by stalls of the
+// host, and what that means for its numbers.
+func VoidNote(s stats.Summary) string {
+	return fmt.Sprintf("**%d of %d** runs void: their expectations failed while the host did not run talchaos (a stall of a "+
+		"Talos minute or more), so they say nothing of the scenario; the rate and the times are of the other %d. "+
+		"Many void runs mean an overloaded or paused runner.", s.Void, s.Runs, s.Judged())
 }
 
 // Millis is a millisecond count as a duration, to a tenth of a second.

@@ -24,6 +24,7 @@ type junitTestSuite struct {
 	Tests      int             `xml:"tests,attr"`
 	Failures   int             `xml:"failures,attr"`
 	Errors     int             `xml:"errors,attr"`
+	Skipped    int             `xml:"skipped,attr,omitempty"`
 	Time       string          `xml:"time,attr"`
 	Timestamp  string          `xml:"timestamp,attr,omitempty"`
 	Properties []junitProperty `xml:"properties>property,omitempty"`
@@ -42,6 +43,9 @@ type junitTestCase struct {
 	Time      string        `xml:"time,attr"`
 	Failure   *junitProblem `xml:"failure,omitempty"`
 	Error     *junitProblem `xml:"error,omitempty"`
+	// Skipped: a hunt's run voided by a stall of the host, judged neither
+	// way.
+	Skipped   *junitProblem `xml:"skipped,omitempty"`
 	SystemOut *junitText    `xml:"system-out,omitempty"`
 }
 

@@ -53,26 +53,28 @@ func WriteNightly(dir string, hunts []*Hunt, changes []stats.Change, compared bo
 			switch {
 			case c.New:
 				vs = "new"
+			case c.Unjudged:
+				vs = fmt.Sprintf("not compared: no judged run (%s before)", PassedOf(c.Before))
 			case c.Regression:
-				vs = fmt.Sprintf("**regression** %d/%d → %d/%d, p = %.3g", c.Before.Passed, c.Before.Runs, s.Passed, s.Runs, c.P)
+				vs = fmt.Sprintf("**regression** %s → %s, p = %.3g", PassedOf(c.Before), PassedOf(s), c.P)
 			case c.Improvement:
-				vs = fmt.Sprintf("improvement %d/%d → %d/%d, p = %.3g", c.Before.Passed, c.Before.Runs, s.Passed, s.Runs, c.P)
+				vs = fmt.Sprintf("improvement %s → %s, p = %.3g", PassedOf(c.Before), PassedOf(s), c.P)
 			default:
-				vs = fmt.Sprintf("same (%d/%d before, p = %.3g)", c.Before.Passed, c.Before.Runs, c.P)
+				vs = fmt.Sprintf("same (%s before, p = %.3g)", PassedOf(c.Before), c.P)
 			}
 		}
 
 		// Cells are kept in their table: a merged night's names and codes
 		// come from files, not from this process.
-		fmt.Fprintf(&md, "| %s | %d/%d | %.2f (%.2f–%.2f) | %s | %s | %s | %s |\n", mdCell(h.Scenario), s.Passed, s.Runs, s.Rate, s.Low, s.High,
+		fmt.Fprintf(&md, "| %s | %s | %.2f (%.2f–%.2f) | %s | %s | %s | %s |\n", mdCell(h.Scenario), PassedOf(s), s.Rate, s.Low, s.High,
 			Millis(s.P50Ms), Millis(s.P95Ms), mdCell(strings.Join(outcomes, "; ")), vs)
 
 		class := ""
-		if s.Passed < s.Runs {
+		if s.Passed < s.Judged() {
 			class = ` class="fail"`
 		}
 
-		fmt.Fprintf(&idx, "<tr%s><td>%s</td><td>%d/%d</td><td>", class, html.EscapeString(h.Scenario), s.Passed, s.Runs)
+		fmt.Fprintf(&idx, "<tr%s><td>%s</td><td>%s</td><td>", class, html.EscapeString(h.Scenario), html.EscapeString(PassedOf(s)))
 
 		for _, r := range h.Runs {
 			fmt.Fprintf(&idx, `<a href="%s/%s/report.html">%d %s</a> `, html.EscapeString(h.Scenario), html.EscapeString(r.Report), r.Seed, html.EscapeString(r.Verdict))
@@ -82,6 +84,13 @@ func WriteNightly(dir string, hunts []*Hunt, changes []stats.Change, compared bo
 	}
 
 	idx.WriteString("</table>\n")
+
+	if void := voidRuns(hunts); void > 0 {
+		note := fmt.Sprintf("%d runs void: their expectations failed while the host did not run talchaos (a stall of a Talos minute or more), "+
+			"so they say nothing of their scenarios and no rate counts them. Many void runs mean an overloaded or paused runner.", void)
+		md.WriteString("\n" + note + "\n")
+		idx.WriteString("<p>" + html.EscapeString(note) + "</p>\n")
+	}
 
 	for name, data := range map[string][]byte{
 		JUnitFile:        junit,
@@ -94,4 +103,23 @@ func WriteNightly(dir string, hunts []*Hunt, changes []stats.Change, compared bo
 	}
 
 	return nil
+}
+
+// PassedOf is a summary's passes over its judged runs, with its void runs
+// when it has any: "9/10 (+10 void)".
+func PassedOf(s stats.Summary) string {
+	if s.Void == 0 {
+		return fmt.Sprintf("%d/%d", s.Passed, s.Judged())
+	}
+
+	return fmt.Sprintf("%d/%d (+%d void)", s.Passed, s.Judged(), s.Void)
+}
+
+func voidRuns(hunts []*Hunt) int {
+	n := 0
+	for _, h := range hunts {
+		n += h.Summary.Void
+	}
+
+	return n
 }

@@ -147,8 +147,8 @@ func (h *Hunt) Validate() []*strictjson.Error {
 	for i, r := range h.Runs {
 		rp := strictjson.Index("runs", i)
 
-		if r.Verdict != stats.Pass && r.Verdict != stats.Fail && r.Verdict != stats.Error {
-			p.Addf(strictjson.Key(rp, "verdict"), "is %s: want %s, %s or %s", strictjson.Quote(r.Verdict), stats.Pass, stats.Fail, stats.Error)
+		if !slices.Contains(stats.Verdicts, r.Verdict) {
+			p.Addf(strictjson.Key(rp, "verdict"), "is %s: want %s", strictjson.Quote(r.Verdict), stats.VerdictList)
 		}
 
 		if i > 0 && r.Seed <= h.Runs[i-1].Seed {

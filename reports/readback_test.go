@@ -259,3 +259,46 @@ func FuzzReadCertify(f *testing.F) {
 		}
 	})
 }
+
+// A hunt's run voided by a stall of the host reads back, is skipped in
+// junit.xml (judged neither way) and is named in summary.md, whose rate is
+// of the judged runs.
+func TestHuntVoidRun(t *testing.T) {
+	h := sampleHunt()
+	void := HuntRun{Run: stats.Run{Seed: 3, Verdict: stats.Void, Diagnoses: []string{"learner-not-promoted"}, DurationMs: 240_000,
+		Replay: "talchaos run invalid-config --seed 3"}, Report: "seed-3", Failure: "the host did not run talchaos for 3m52s"}
+	h.Runs = []HuntRun{h.Runs[0], void, h.Runs[1]}
+	h.Summary = stats.Summarize(h.Scenario, []stats.Run{h.Runs[0].Run, h.Runs[1].Run, h.Runs[2].Run})
+
+	dir := t.TempDir()
+	if _, err := WriteHunt(dir, h); err != nil {
+		t.Fatal(err)
+	}
+
+	back, err := ReadHunt(filepath.Join(dir, HuntJSONFile))
+	if err != nil {
+		t.Fatalf("a hunt with a void run does not read back: %v", err)
+	}
+
+	if back.Summary.Void != 1 || back.Summary.Judged() != 2 || back.Summary.Rate != 0.5 {
+		t.Errorf("summary read back: %+v", back.Summary)
+	}
+
+	junit, err := HuntsJUnit([]*Hunt{h})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	for _, want := range []string{`failures="1" errors="0" skipped="1"`, `<skipped message="void: the host did not run talchaos for 3m52s">`} {
+		if !strings.Contains(string(junit), want) {
+			t.Errorf("junit.xml lacks %q:\n%s", want, junit)
+		}
+	}
+
+	md := HuntSummary(h)
+	for _, want := range []string{"Expectations held for **1 of 2** seeds: rate 0.50", "**1 of 3** runs void", "| void: learner-not-promoted | 3 | 1 |"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("summary.md lacks %q:\n%s", want, md)
+		}
+	}
+}

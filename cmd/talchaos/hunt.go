@@ -339,6 +339,8 @@ func huntVerdict(res *result.Result) string {
 	switch {
 	case res.Verdict == result.Pass:
 		return stats.Pass
+	case res.Voided:
+		return stats.Void
 	case res.Error != "":
 		return stats.Error
 	}

@@ -42,6 +42,7 @@ type huntProgress struct {
 	total    int
 	passed   int
 	failed   int
+	void     int // runs voided by a stall of the host
 	started  time.Time
 	statusOn bool
 }
@@ -66,19 +67,21 @@ func (p *huntProgress) finishedAs(name string, r reports.HuntRun, interrupted bo
 		line += "  " + r.Failure
 	}
 
-	p.line(line, r.Verdict == stats.Pass, !interrupted)
+	p.line(line, r.Verdict, !interrupted)
 }
 
-// line prints one finished run's line; counted runs count as passed or
+// line prints one finished run's line; counted runs count as passed, void or
 // failed in the status line.
-func (p *huntProgress) line(line string, passed, counted bool) {
+func (p *huntProgress) line(line, verdict string, counted bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 
 	switch {
 	case !counted:
-	case passed:
+	case verdict == stats.Pass:
 		p.passed++
+	case verdict == stats.Void:
+		p.void++
 	default:
 		p.failed++
 	}
@@ -100,7 +103,7 @@ func (p *huntProgress) status() {
 		return
 	}
 
-	done := p.passed + p.failed
+	done := p.passed + p.failed + p.void
 	width := 30
 	filled := width * done / max(p.total, 1)
 
@@ -109,8 +112,13 @@ func (p *huntProgress) status() {
 		eta = (time.Since(p.started) / time.Duration(done) * time.Duration(p.total-done)).Round(time.Second).String()
 	}
 
-	fmt.Fprintf(p.out, "[%s%s] %d/%d  pass %d  fail %d  ETA %s", strings.Repeat("#", filled), strings.Repeat(".", width-filled),
-		done, p.total, p.passed, p.failed, eta)
+	void := ""
+	if p.void > 0 {
+		void = fmt.Sprintf("  void %d", p.void)
+	}
+
+	fmt.Fprintf(p.out, "[%s%s] %d/%d  pass %d  fail %d%s  ETA %s", strings.Repeat("#", filled), strings.Repeat(".", width-filled),
+		done, p.total, p.passed, p.failed, void, eta)
 	p.statusOn = true
 }
 

@@ -281,21 +281,37 @@ func readBaseline(path string) (*stats.Ledger, error) {
 // verdictOf prints the comparison and says how nightly exits: 1 when a
 // scenario regressed significantly.
 func verdictOf(out io.Writer, changes []stats.Change) error {
-	var regressed []string
+	var regressed, unjudged []string
+
+	void := 0
 
 	for _, c := range changes {
+		void += c.After.Void
+
 		switch {
+		case c.Unjudged && c.After.Judged() == 0:
+			unjudged = append(unjudged, c.Scenario)
+			fmt.Fprintf(out, "NOT JUDGED  %s: %s, no judged run tonight: nothing to compare\n", c.Scenario, reports.PassedOf(c.After))
+		case c.Unjudged:
+			fmt.Fprintf(out, "not compared %s: the baseline has no judged run (%s)\n", c.Scenario, reports.PassedOf(c.Before))
 		case c.Regression:
 			regressed = append(regressed, c.Scenario)
-			fmt.Fprintf(out, "REGRESSION  %s: %d/%d -> %d/%d (one-sided Fisher exact test, p = %.3g < %g)\n",
-				c.Scenario, c.Before.Passed, c.Before.Runs, c.After.Passed, c.After.Runs, c.P, nightlyAlpha)
+			fmt.Fprintf(out, "REGRESSION  %s: %s -> %s (one-sided Fisher exact test, p = %.3g < %g)\n",
+				c.Scenario, reports.PassedOf(c.Before), reports.PassedOf(c.After), c.P, nightlyAlpha)
 		case c.Improvement:
-			fmt.Fprintf(out, "improvement %s: %d/%d -> %d/%d (p = %.3g)\n", c.Scenario, c.Before.Passed, c.Before.Runs, c.After.Passed, c.After.Runs, c.P)
+			fmt.Fprintf(out, "improvement %s: %s -> %s (p = %.3g)\n", c.Scenario, reports.PassedOf(c.Before), reports.PassedOf(c.After), c.P)
 		}
 	}
 
-	if len(regressed) > 0 {
+	if void > 0 {
+		fmt.Fprintf(out, "%d runs void (the host did not run talchaos for a Talos minute or more while their expectations failed): left out of every rate\n", void)
+	}
+
+	switch {
+	case len(regressed) > 0:
 		return &exitError{code: exitFail, err: fmt.Errorf("significant regression in %s", strings.Join(regressed, ", "))}
+	case len(unjudged) > 0:
+		return &exitError{code: exitHarness, err: fmt.Errorf("every run of %s was void (the host stalled): the night cannot say whether it regressed; run it again on a runner that is not overloaded", strings.Join(unjudged, ", "))}
 	}
 
 	fmt.Fprintln(out, "no significant regression (one-sided Fisher exact test, alpha 0.01)")

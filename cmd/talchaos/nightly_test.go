@@ -22,13 +22,21 @@ func writeLedger(t *testing.T, path string, sums ...stats.Summary) {
 	}
 }
 
-func summaryOf(name string, passed, runs int) stats.Summary {
+func summaryOf(name string, passed, runs int) stats.Summary { return summaryVoid(name, passed, 0, runs) }
+
+// summaryVoid is a scenario's summary of runs of which passed passed and
+// the next void were voided by a stall of the host.
+func summaryVoid(name string, passed, void, runs int) stats.Summary {
 	var rs []stats.Run
 
 	for i := range runs {
 		v := stats.Pass
-		if i >= passed {
+
+		switch {
+		case i >= passed+void:
 			v = stats.Fail
+		case i >= passed:
+			v = stats.Void
 		}
 
 		rs = append(rs, stats.Run{Seed: int64(i + 1), Verdict: v, DurationMs: 1000})
@@ -60,6 +68,37 @@ func TestNightlyRegression(t *testing.T) {
 
 	if code, out := run(t, "nightly", "--baseline", base, "--compare", fine); code != exitPass || !strings.Contains(out, "no significant regression") {
 		t.Errorf("19/20 after 20/20: exit %d:\n%s", code, out)
+	}
+}
+
+// Runs voided by stalls of the host are left out: a night whose runner
+// stood still through half the runs of a scenario, the rest passing, has not
+// regressed (exit 0, the void runs counted aloud); one where every run of a
+// scenario was void cannot say, and is an error (exit 3), not a pass.
+func TestNightlyVoidRuns(t *testing.T) {
+	dir := t.TempDir()
+	base, half, all := filepath.Join(dir, "base.json"), filepath.Join(dir, "half.json"), filepath.Join(dir, "all.json")
+
+	writeLedger(t, base, summaryOf("happy-path", 20, 20), summaryOf("too-many-learners", 20, 20))
+	writeLedger(t, half, summaryVoid("happy-path", 10, 10, 20), summaryOf("too-many-learners", 20, 20))
+	writeLedger(t, all, summaryVoid("happy-path", 0, 20, 20), summaryOf("too-many-learners", 20, 20))
+
+	code, out := run(t, "nightly", "--baseline", base, "--compare", half)
+	if code != exitPass || !strings.Contains(out, "no significant regression") ||
+		!strings.Contains(out, "10 runs void (the host did not run talchaos") {
+		t.Errorf("half the runs void: exit %d:\n%s", code, out)
+	}
+
+	code, out = run(t, "nightly", "--baseline", base, "--compare", all)
+	if code != exitHarness || !strings.Contains(out, "NOT JUDGED  happy-path: 0/0 (+20 void), no judged run tonight") ||
+		!strings.Contains(out, "every run of happy-path was void (the host stalled)") {
+		t.Errorf("every run void: exit %d:\n%s", code, out)
+	}
+
+	// Tonight's judged runs against a baseline with none: not compared, not an error.
+	if code, out := run(t, "nightly", "--baseline", all, "--compare", base); code != exitPass ||
+		!strings.Contains(out, "not compared happy-path: the baseline has no judged run (0/0 (+20 void))") {
+		t.Errorf("a baseline of void runs: exit %d:\n%s", code, out)
 	}
 }
 

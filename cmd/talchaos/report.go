@@ -79,7 +79,7 @@ func rejudgeReport(out io.Writer, path string, res *result.Result) error {
 	v := judge.Judge(*res.History, sc.Expect)
 
 	again := *res
-	again.Outcome, again.Diagnoses, again.Checks, again.Verdict, again.Error = v.Outcome, v.Diagnoses, v.Checks, v.Verdict, v.Void
+	v.Apply(&again)
 
 	fmt.Fprint(out, reports.Summary(&again))
 

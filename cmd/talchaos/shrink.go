@@ -62,18 +62,14 @@ func runShrink(cmd *cobra.Command, arg string, opts huntOptions) error {
 		return err
 	}
 
-	keep := h.Summary.Outcomes[0]
-	for _, o := range h.Summary.Outcomes {
-		if o.Verdict != stats.Pass {
-			keep = o
-
-			break
-		}
+	keep := outcomeToShrink(h.Summary)
+	if keep == nil {
+		return &exitError{code: exitHarness, err: fmt.Errorf("nothing to shrink: every seed's run was voided by a stall of the host (%d of %d): run the hunt again", h.Summary.Void, h.Summary.Runs)}
 	}
 
 	seeds, _ := parseSeeds(opts.seeds) // runHunt checked them
-	if got := float64(len(keep.Seeds)) / float64(h.Summary.Runs); got < opts.rate {
-		return &exitError{code: exitFail, err: fmt.Errorf("nothing to shrink: the commonest outcome, %q, came on %d of %d seeds (%.2f), under --rate %g", keep.Key(), len(keep.Seeds), h.Summary.Runs, got, opts.rate)}
+	if got := float64(len(keep.Seeds)) / float64(h.Summary.Judged()); got < opts.rate {
+		return &exitError{code: exitFail, err: fmt.Errorf("nothing to shrink: the commonest outcome, %q, came on %d of %d judged seeds (%.2f), under --rate %g", keep.Key(), len(keep.Seeds), h.Summary.Judged(), got, opts.rate)}
 	}
 
 	sc, err := loadScenarioAt(arg, opts.timeScale)
@@ -155,16 +151,36 @@ func runShrink(cmd *cobra.Command, arg string, opts huntOptions) error {
 // returns the fraction that ended in the outcome `want`. It stops as soon as
 // so many missed that the rate cannot be reached (the seeds not run count as
 // missed). A candidate the target refuses is shrink.ErrInvalid.
+// outcomeToShrink is the commonest failing outcome of a hunt, or its
+// commonest outcome when no seed failed; never a run voided by a stall of the
+// host, which is no outcome of the cluster's (nil when every run was void).
+func outcomeToShrink(s stats.Summary) *stats.Outcome {
+	var keep *stats.Outcome
+
+	for i, o := range s.Outcomes {
+		switch {
+		case o.Verdict == stats.Void:
+		case keep == nil || keep.Verdict == stats.Pass && o.Verdict != stats.Pass:
+			keep = &s.Outcomes[i]
+		}
+	}
+
+	return keep
+}
+
 func reproduction(parent context.Context, sc *scenario.Scenario, tgt target.Target, seeds []int64, opts huntOptions, want string) (float64, error) {
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 
-	allowed := len(seeds) - int(math.Ceil(opts.rate*float64(len(seeds))-1e-9))
+	// allowed is how many seeds may miss the outcome while the rate can
+	// still be met over the judged ones: a run voided by a stall of the host
+	// is neither a hit nor a miss, and leaves fewer to judge.
+	allowed := func(judged int) int { return judged - int(math.Ceil(opts.rate*float64(judged)-1e-9)) }
 
 	var (
-		mu           sync.Mutex
-		hits, misses int
-		failure      error
+		mu                  sync.Mutex
+		hits, misses, voids int
+		failure             error
 	)
 
 	weight := func(int64) int { return slots(sc, tgt) }
@@ -184,11 +200,17 @@ func reproduction(parent context.Context, sc *scenario.Scenario, tgt target.Targ
 			cancel()
 		case ctx.Err() != nil:
 			// Stopped: by the caller, or because the rate is out of reach.
+		case res.Voided:
+			voids++
+
+			if misses > allowed(len(seeds)-voids) {
+				cancel()
+			}
 		default:
 			key := stats.Outcome{Verdict: huntVerdict(res), Diagnoses: diagnosisCodes(res)}.Key()
 			if key == want {
 				hits++
-			} else if misses++; misses > allowed {
+			} else if misses++; misses > allowed(len(seeds)-voids) {
 				cancel()
 			}
 		}
@@ -201,9 +223,11 @@ func reproduction(parent context.Context, sc *scenario.Scenario, tgt target.Targ
 		return 0, parent.Err()
 	case failure != nil:
 		return 0, failure
+	case voids == len(seeds):
+		return 0, fmt.Errorf("every seed's run of a candidate was voided by a stall of the host (its report's voided): nothing was judged")
 	}
 
-	return float64(hits) / float64(len(seeds)), nil
+	return float64(hits) / float64(len(seeds)-voids), nil
 }
 
 // shrinkFlagsHelp is the part of hunt's help about --shrink.

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/talchaos/talchaos/harness/chaos"
+	"github.com/talchaos/talchaos/reports/stats"
 )
 
 // invalid-config padded with three faults and two workers that play no part
@@ -63,5 +64,36 @@ func TestShrinkFlags(t *testing.T) {
 		if code, out := run(t, args...); code != exitInput {
 			t.Errorf("%q: exit %d, want %d:\n%s", args, code, exitInput, out)
 		}
+	}
+}
+
+// The outcome a shrink keeps is the commonest failing one, else the
+// commonest; runs voided by a stall of the host are none, however many.
+func TestOutcomeToShrink(t *testing.T) {
+	run := func(seed int64, verdict string, codes ...string) stats.Run {
+		return stats.Run{Seed: seed, Verdict: verdict, Diagnoses: codes}
+	}
+
+	for _, tc := range []struct {
+		name string
+		runs []stats.Run
+		want string // the outcome's key; "" for none
+	}{
+		{"a failure beside passes", []stats.Run{run(1, stats.Pass), run(2, stats.Pass), run(3, stats.Fail, "too-many-learners")}, "fail: too-many-learners"},
+		{"no failure", []stats.Run{run(1, stats.Pass), run(2, stats.Pass)}, "pass"},
+		{"void is no outcome", []stats.Run{run(1, stats.Void, "etcd-failed"), run(2, stats.Void, "etcd-failed"), run(3, stats.Pass)}, "pass"},
+		{"void before a failure", []stats.Run{run(1, stats.Void), run(2, stats.Void), run(3, stats.Fail, "no-quorum"), run(4, stats.Pass), run(5, stats.Pass)}, "fail: no-quorum"},
+		{"every run void", []stats.Run{run(1, stats.Void), run(2, stats.Void)}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := outcomeToShrink(stats.Summarize("s", tc.runs))
+
+			switch {
+			case got == nil && tc.want != "":
+				t.Errorf("no outcome, want %q", tc.want)
+			case got != nil && got.Key() != tc.want:
+				t.Errorf("outcome %q, want %q", got.Key(), tc.want)
+			}
+		})
 	}
 }

@@ -121,6 +121,11 @@ type Stall struct {
 	DurationMs int64 `json:"durationMs"`
 }
 
+// HasStall reports whether the history records a stall (false for nil).
+func (h *History) HasStall() bool {
+	return h != nil && slices.ContainsFunc(h.Entries, func(e Entry) bool { return e.Stall != nil })
+}
+
 // Log sources.
 const (
 	LogMachined = "machined"

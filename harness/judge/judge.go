@@ -27,6 +27,13 @@ type Verdict struct {
 	Void    string
 }
 
+// Apply sets res's outcome, diagnoses, checks and verdict to v's; a voided
+// verdict sets res.Voided and says why in res.Error.
+func (v Verdict) Apply(res *result.Result) {
+	res.Outcome, res.Diagnoses, res.Checks, res.Verdict = v.Outcome, v.Diagnoses, v.Checks, v.Verdict
+	res.Error, res.Voided = v.Void, v.Void != ""
+}
+
 // Judge judges a run's history against the scenario's expectations.
 func Judge(h history.History, exp scenario.Expect) Verdict {
 	ev := FromHistory(h, Options{})

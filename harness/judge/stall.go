@@ -67,9 +67,9 @@ func stallOf(e history.Entry) time.Duration {
 }
 
 // VoidedByStall reports whether res is a failure voided for a stall of the
-// machine it ran on: its verdict error and its history recording a stall of
-// a Talos minute or more. Such a run is one to make again, not a result
-// (what a test of a scenario's verdict does with it).
+// machine it ran on (res.Voided, which the judge sets). Such a run is one to
+// make again, not a result (what a test of a scenario's verdict does with
+// it); a run that errored for another reason is not voided, stall or not.
 func VoidedByStall(res *result.Result) bool {
-	return res != nil && res.Verdict == result.Error && res.History != nil && stallVoids(*res.History) != ""
+	return res != nil && res.Voided
 }

@@ -66,6 +66,11 @@ type Result struct {
 	Schedule []Planned `json:"schedule"`
 	Verdict  string    `json:"verdict"`
 	Error    string    `json:"error,omitempty"`
+	// Voided: the expectations failed across a stall of the host that ran
+	// talchaos (the history's stall entries), so the verdict is error and
+	// Error says why: the run says nothing of the cluster, and a count of
+	// pass rates leaves it out.
+	Voided bool `json:"voided,omitempty"`
 	// Orchestrator is how the orchestrator ended; absent when the run
 	// ended before it did (interrupted, or an error setting up).
 	Orchestrator *OrchestratorEnd `json:"orchestrator,omitempty"`
@@ -223,7 +228,8 @@ type Fault struct {
 // not its content's, a schedule with a fault named twice or of an unknown
 // kind or on a node the run did not have, negative durations and counts,
 // an inconsistent history (history.Check), fault events and triggers of
-// faults the schedule does not hold. known says which fault kinds and
+// faults the schedule does not hold; a run voided that is not an error
+// with a stall in its history. known says which fault kinds and
 // trigger states exist (its zero value checks none; harness/chaos knows them
 // and imports this package: chaos.Known).
 func (r *Result) Validate(known history.Known) []*strictjson.Error {
@@ -241,6 +247,10 @@ func (r *Result) Validate(known history.Known) []*strictjson.Error {
 
 	if r.Verdict != Pass && r.Verdict != Fail && r.Verdict != Error {
 		p.Addf("verdict", "is %s: want %s, %s or %s", strictjson.Quote(r.Verdict), Pass, Fail, Error)
+	}
+
+	if r.Voided && (r.Verdict != Error || r.Error == "" || !r.History.HasStall()) {
+		p.Addf("voided", "is true, but a voided run has verdict %s, an error that says why and a stall in its history", Error)
 	}
 
 	for _, s := range []struct {

@@ -48,6 +48,13 @@ func TestValidate(t *testing.T) {
 		{"scenario", func(r *Result) { r.Scenario = "" }, []string{"scenario: is empty"}},
 		{"target", func(r *Result) { r.Target = "" }, []string{"target: is empty"}},
 		{"verdict", func(r *Result) { r.Verdict = "" }, []string{`verdict: is "": want pass, fail or error`}},
+		{"voided pass", func(r *Result) { r.Voided = true }, []string{"voided: is true, but a voided run has verdict error, an error that says why and a stall in its history"}},
+		{"voided without a stall", func(r *Result) { r.Verdict, r.Error, r.Voided = Error, "the host stalled", true }, []string{"voided: is true"}},
+		{"voided", func(r *Result) {
+			r.Verdict, r.Error, r.Voided = Error, "the host stalled", true
+			last := r.History.Entries[len(r.History.Entries)-1]
+			r.History.Entries = append(r.History.Entries, history.Entry{WallMs: last.WallMs, TalosMs: last.TalosMs, Stall: &history.Stall{DurationMs: 1}})
+		}, nil},
 		{"time scale", func(r *Result) { r.TimeScale = 1e6 }, []string{"timeScale: is 1e+06: a time scale is between 1 and 10000"}},
 		{"scenario time scale", func(r *Result) { r.ScenarioTimeScale = 0.1 }, []string{"scenarioTimeScale: is 0.1"}},
 		{"duration", func(r *Result) { r.DurationMs = -3 }, []string{"durationMs: is -3: want 0 or more"}},

@@ -168,15 +168,14 @@ func (s *Summary) check(p *strictjson.Problems, sp string) {
 		p.Addf(strictjson.Key(sp, "passed"), "is %d, more than runs (%d)", s.Passed, s.Runs)
 
 		return
+	case s.Void < 0 || s.Void > s.Runs-s.Passed:
+		p.Addf(strictjson.Key(sp, "void"), "is %d: want 0 to runs - passed (%d)", s.Void, s.Runs-s.Passed)
+
+		return
 	}
 
-	rate := 0.0
-	if s.Runs > 0 {
-		rate = float64(s.Passed) / float64(s.Runs)
-	}
-
-	if !(math.Abs(s.Rate-rate) <= 1e-9) {
-		p.Addf(strictjson.Key(sp, "rate"), "is %v, but passed/runs is %v", s.Rate, rate)
+	if rate := s.rate(); !(math.Abs(s.Rate-rate) <= 1e-9) {
+		p.Addf(strictjson.Key(sp, "rate"), "is %v, but passed/(runs - void) is %v", s.Rate, rate)
 	}
 
 	if !(0 <= s.Low && s.Low <= s.High && s.High <= 1) {
@@ -190,15 +189,15 @@ func (s *Summary) check(p *strictjson.Problems, sp string) {
 		p.Addf(strictjson.Key(sp, "p95Ms"), "is %d, less than p50Ms (%d)", s.P95Ms, s.P50Ms)
 	}
 
-	var seeds, passed int
+	var seeds, passed, void int
 
 	keys := map[string]int{}
 
 	for i, o := range s.Outcomes {
 		op := strictjson.Index(strictjson.Key(sp, "outcomes"), i)
 
-		if o.Verdict != Pass && o.Verdict != Fail && o.Verdict != Error {
-			p.Addf(strictjson.Key(op, "verdict"), "is %s: want %s, %s or %s", strictjson.Quote(o.Verdict), Pass, Fail, Error)
+		if !slices.Contains(Verdicts, o.Verdict) {
+			p.Addf(strictjson.Key(op, "verdict"), "is %s: want %s", strictjson.Quote(o.Verdict), VerdictList)
 		}
 
 		if j, dup := keys[o.Key()]; dup {
@@ -212,8 +211,12 @@ func (s *Summary) check(p *strictjson.Problems, sp string) {
 		}
 
 		seeds += len(o.Seeds)
-		if o.Verdict == Pass {
+
+		switch o.Verdict {
+		case Pass:
 			passed += len(o.Seeds)
+		case Void:
+			void += len(o.Seeds)
 		}
 	}
 
@@ -222,6 +225,8 @@ func (s *Summary) check(p *strictjson.Problems, sp string) {
 		p.Addf(strictjson.Key(sp, "outcomes"), "hold %d runs (seeds), but runs is %d", seeds, s.Runs)
 	case passed != s.Passed:
 		p.Addf(strictjson.Key(sp, "outcomes"), "hold %d passing runs, but passed is %d", passed, s.Passed)
+	case void != s.Void:
+		p.Addf(strictjson.Key(sp, "outcomes"), "hold %d void runs, but void is %d", void, s.Void)
 	}
 }
 
@@ -284,6 +289,9 @@ type Change struct {
 	Regression  bool    `json:"regression,omitempty"`
 	Improvement bool    `json:"improvement,omitempty"`
 	New         bool    `json:"new,omitempty"` // not in the baseline
+	// Unjudged: one of the two nights has no judged run of the scenario
+	// (every run void, or none), so nothing was tested.
+	Unjudged bool `json:"unjudged,omitempty"`
 }
 
 // Comparable says why two nights cannot be compared ("" when they can): they
@@ -302,8 +310,10 @@ func Comparable(baseline, current *Ledger) string {
 // Compare tests every scenario of current against the same scenario in
 // baseline with a one-sided Fisher exact test at α (the caller picks;
 // talchaos uses 0.01): Regression when FisherLess < alpha, otherwise
-// Improvement when FisherGreater < alpha. The test compares pass counts only;
-// durations and outcomes are reported in Before and After for the reader.
+// Improvement when FisherGreater < alpha. The test compares the pass counts
+// of the judged runs only (void runs, where the host stalled, are left out;
+// Unjudged and neither flag when a night has none); durations and outcomes
+// are reported in Before and After for the reader.
 //
 // A scenario missing from baseline is returned with New set and neither
 // flag; one missing from current is not returned (nothing to test). Either
@@ -338,12 +348,17 @@ func Compare(baseline, current *Ledger, alpha float64) []Change {
 		}
 
 		c.Before = b
-		c.P = FisherLess(b.Passed, b.Runs, after.Passed, after.Runs)
+		c.P = FisherLess(b.Passed, b.Judged(), after.Passed, after.Judged())
 
-		if c.P < alpha {
+		switch {
+		case b.Judged() == 0 || after.Judged() == 0:
+			c.Unjudged = true
+		case c.P < alpha:
 			c.Regression = true
-		} else if pg := FisherGreater(b.Passed, b.Runs, after.Passed, after.Runs); pg < alpha {
-			c.Improvement, c.P = true, pg
+		default:
+			if pg := FisherGreater(b.Passed, b.Judged(), after.Passed, after.Judged()); pg < alpha {
+				c.Improvement, c.P = true, pg
+			}
 		}
 
 		changes = append(changes, c)

@@ -15,12 +15,20 @@ import (
 )
 
 // summary builds a Summary of passed out of runs, as Summarize would.
-func summary(name string, passed, runs int) Summary {
+func summary(name string, passed, runs int) Summary { return summaryVoid(name, passed, 0, runs) }
+
+// summaryVoid builds a Summary of runs of which passed passed and the next
+// void were voided by a stall of the host.
+func summaryVoid(name string, passed, void, runs int) Summary {
 	rs := make([]Run, runs)
 	for i := range rs {
 		rs[i] = Run{Seed: int64(i + 1), Verdict: Fail, DurationMs: int64(i+1) * 1000}
-		if i < passed {
+
+		switch {
+		case i < passed:
 			rs[i].Verdict = Pass
+		case i < passed+void:
+			rs[i].Verdict = Void
 		}
 	}
 
@@ -33,25 +41,37 @@ func TestCompare(t *testing.T) {
 		summary("fixed", 10, 20),
 		summary("noise", 20, 20),
 		summary("dropped", 20, 20),
+		summary("stalled", 20, 20),
+		summary("unjudged", 20, 20),
+		summaryVoid("was-unjudged", 0, 20, 20),
 	}}
 	current := &Ledger{Schema: LedgerSchema, Scenarios: []Summary{
 		summary("noise", 19, 20),
 		summary("new", 3, 5),
 		summary("broke", 10, 20),
 		summary("fixed", 20, 20),
+		// Half the runs voided by host stalls, the rest passed: the same
+		// scenario on a runner that stood still, not a regression (10/20
+		// counted as failures would be one at p = 1/4588).
+		summaryVoid("stalled", 10, 10, 20),
+		summaryVoid("unjudged", 0, 20, 20),
+		summary("was-unjudged", 0, 20),
 	}}
 
 	got := Compare(baseline, current, 0.01)
 
 	want := []struct {
-		scenario                 string
-		p                        float64
-		regression, improve, new bool
+		scenario                           string
+		p                                  float64
+		regression, improve, new, unjudged bool
 	}{
-		{"broke", 1.0 / 4588, true, false, false},
-		{"fixed", 1.0 / 4588, false, true, false},
-		{"new", 1, false, false, true},
-		{"noise", 0.5, false, false, false},
+		{"broke", 1.0 / 4588, true, false, false, false},
+		{"fixed", 1.0 / 4588, false, true, false, false},
+		{"new", 1, false, false, true, false},
+		{"noise", 0.5, false, false, false, false},
+		{"stalled", 1, false, false, false, false},
+		{"unjudged", 1, false, false, false, true},
+		{"was-unjudged", 1, false, false, false, true},
 	}
 
 	if len(got) != len(want) {
@@ -61,10 +81,10 @@ func TestCompare(t *testing.T) {
 	for i, w := range want {
 		c := got[i]
 		if c.Scenario != w.scenario || !closeRel(c.P, w.p, 1e-12) ||
-			c.Regression != w.regression || c.Improvement != w.improve || c.New != w.new {
-			t.Errorf("change %d = {%s p=%.6g regression=%v improvement=%v new=%v}, want {%s p=%.6g %v %v %v}",
-				i, c.Scenario, c.P, c.Regression, c.Improvement, c.New,
-				w.scenario, w.p, w.regression, w.improve, w.new)
+			c.Regression != w.regression || c.Improvement != w.improve || c.New != w.new || c.Unjudged != w.unjudged {
+			t.Errorf("change %d = {%s p=%.6g regression=%v improvement=%v new=%v unjudged=%v}, want {%s p=%.6g %v %v %v %v}",
+				i, c.Scenario, c.P, c.Regression, c.Improvement, c.New, c.Unjudged,
+				w.scenario, w.p, w.regression, w.improve, w.new, w.unjudged)
 		}
 
 		if c.After.Scenario != w.scenario || (!w.new && c.Before.Scenario != w.scenario) {
@@ -72,7 +92,7 @@ func TestCompare(t *testing.T) {
 		}
 	}
 
-	if got := Compare(nil, current, 0.01); len(got) != 4 || !got[0].New {
+	if got := Compare(nil, current, 0.01); len(got) != len(current.Scenarios) || !got[0].New {
 		t.Errorf("Compare(nil, current) = %+v, want every scenario new", got)
 	}
 
@@ -196,12 +216,14 @@ func TestReadLedgerErrors(t *testing.T) {
 		{"overflow.json", edit(`"runs": 20`, `"runs": 1e400`), []string{`scenarios[0].runs: "1e400" is not an integer`}},
 		{"fraction.json", edit(`"runs": 20`, `"runs": 20.5`), []string{`scenarios[0].runs: "20.5" is not an integer`}},
 		{"string.json", edit(`"runs": 20`, `"runs": "20"`), []string{"scenarios[0].runs: a string where an integer belongs"}},
-		{"rate.json", edit(`"rate": 1,`, `"rate": 0.5,`), []string{"scenarios[0].rate: is 0.5, but passed/runs is 1"}},
+		{"void-over.json", edit(`"passed": 19,`, `"passed": 19, "void": 2,`), []string{"scenarios[1].void: is 2: want 0 to runs - passed (1)"}},
+		{"void-outcomes.json", edit(`"rate": 0.95,`, `"void": 1, "rate": 1,`), []string{"scenarios[1].outcomes: hold 0 void runs, but void is 1"}},
+		{"rate.json", edit(`"rate": 1,`, `"rate": 0.5,`), []string{"scenarios[0].rate: is 0.5, but passed/(runs - void) is 1"}},
 		{"interval.json", edit(`"rateHigh": 1,`, `"rateHigh": 2,`), []string{"scenarios[0].rateLow: is 0.83"}},
 		{"percentiles.json", edit(`"p50Ms": 10000,`, `"p50Ms": 99999999,`), []string{"scenarios[0].p95Ms: is 19000, less than p50Ms (99999999)"}},
 		{"seeds.json", edit(`"runs": 20`, `"runs": 19`), []string{"scenarios[0].passed: is 20, more than runs (19)"}},
 		{"outcomes.json", edit(`"seeds": [`, `"seeds": [99, `), []string{"scenarios[0].outcomes: hold 21 runs (seeds), but runs is 20"}},
-		{"verdict.json", edit(`"verdict": "pass"`, `"verdict": "maybe"`), []string{`scenarios[0].outcomes[0].verdict: is "maybe": want pass, fail or error`, "outcomes: hold 0 passing runs, but passed is 20"}},
+		{"verdict.json", edit(`"verdict": "pass"`, `"verdict": "maybe"`), []string{`scenarios[0].outcomes[0].verdict: is "maybe": want pass, fail, error or void`, "outcomes: hold 0 passing runs, but passed is 20"}},
 		{"trailing.json", string(good) + "{}\n", []string{"data after the end of the JSON value"}},
 		{"duplicate-key.json", edit(`"passed": 20`, `"passed": 20, "passed": 0`), []string{"scenarios[0].passed: written twice"}},
 		{"control.json", edit(`"tool": "t"`, "\"tool\": \"t\", \"\\u001b]0;pwned\\u0007\": 1"), []string{`["\x1b]0;pwned\a"]: unknown field`}},

@@ -10,17 +10,28 @@ import (
 	"github.com/talchaos/talchaos/harness/strictjson"
 )
 
-// Verdicts of a run, the same words as report.json's verdict.
+// Verdicts of a run, the same words as report.json's verdict, and Void.
 const (
 	Pass  = "pass"
 	Fail  = "fail"
 	Error = "error"
+	// Void is a run whose report says error because its expectations
+	// failed across a stall of the host that ran it (report.json's voided):
+	// it says nothing of the scenario, so a rate leaves it out.
+	Void = "void"
 )
+
+// Verdicts are the verdicts a run can have, and VerdictList says them for an
+// error message.
+var Verdicts = []string{Pass, Fail, Error, Void}
+
+// VerdictList is Verdicts as a message lists them.
+const VerdictList = Pass + ", " + Fail + ", " + Error + " or " + Void
 
 // Run is one run of a scenario at one seed: the sample Summarize aggregates.
 type Run struct {
 	Seed       int64    `json:"seed"`
-	Verdict    string   `json:"verdict"`             // Pass, Fail or Error
+	Verdict    string   `json:"verdict"`             // Pass, Fail, Error or Void
 	Diagnoses  []string `json:"diagnoses,omitempty"` // diagnosis codes, any order
 	DurationMs int64    `json:"durationMs"`
 	Replay     string   `json:"replay,omitempty"` // command that reproduces this run
@@ -51,10 +62,14 @@ func (o Outcome) Key() string {
 // Summary is the aggregate of a scenario's runs: what a nightly ledger
 // stores per scenario and what Compare tests.
 type Summary struct {
-	Scenario string    `json:"scenario"`
-	Runs     int       `json:"runs"`
-	Passed   int       `json:"passed"`
-	Rate     float64   `json:"rate"`     // Passed/Runs, 0 with no runs
+	Scenario string `json:"scenario"`
+	Runs     int    `json:"runs"`
+	Passed   int    `json:"passed"`
+	// Void is how many of the runs were voided by a stall of the host
+	// (verdict Void): the rate, its interval and the percentiles are of the
+	// other runs (Judged), and Compare tests those.
+	Void     int       `json:"void,omitempty"`
+	Rate     float64   `json:"rate"`     // Passed/Judged, 0 with no judged runs
 	Low      float64   `json:"rateLow"`  // Wilson 95 % interval of Rate:
 	High     float64   `json:"rateHigh"` // [Low, High]
 	P50Ms    int64     `json:"p50Ms"`    // median duration (nearest rank)
@@ -62,10 +77,15 @@ type Summary struct {
 	Outcomes []Outcome `json:"outcomes"` // most frequent first, then by Key
 }
 
+// Judged is how many runs the rate is of: the runs not voided.
+func (s Summary) Judged() int { return s.Runs - s.Void }
+
 // Summarize aggregates runs of one scenario. Only Pass counts as passed:
 // Error (the harness could not run) and any unknown verdict count as runs
 // that did not pass, because a nightly that cannot bootstrap is not healthy
-// either. Outcomes are grouped by Key and ordered by count descending, then
+// either. Void runs (the host stalled) are counted in Void and left out of
+// the rate and the percentiles: a runner that stood still says nothing of
+// the scenario, and would otherwise read as a regression. Outcomes are grouped by Key and ordered by count descending, then
 // Key, so the commonest failure is read first and the order is stable from
 // night to night. An outcome's Replay is that of its lowest seed.
 func Summarize(scenario string, runs []Run) Summary {
@@ -80,11 +100,16 @@ func Summarize(scenario string, runs []Run) Summary {
 	durations := make([]time.Duration, 0, len(runs))
 
 	for _, r := range runs {
-		if r.Verdict == Pass {
+		switch r.Verdict {
+		case Pass:
 			s.Passed++
+		case Void:
+			s.Void++
 		}
 
-		durations = append(durations, time.Duration(r.DurationMs)*time.Millisecond)
+		if r.Verdict != Void {
+			durations = append(durations, time.Duration(r.DurationMs)*time.Millisecond)
+		}
 
 		o := Outcome{Verdict: r.Verdict, Diagnoses: normalizeCodes(r.Diagnoses)}
 		key := o.Key()
@@ -101,11 +126,8 @@ func Summarize(scenario string, runs []Run) Summary {
 		g.out.Seeds = append(g.out.Seeds, r.Seed)
 	}
 
-	if s.Runs > 0 {
-		s.Rate = float64(s.Passed) / float64(s.Runs)
-	}
-
-	s.Low, s.High = Wilson(s.Passed, s.Runs)
+	s.Rate = s.rate()
+	s.Low, s.High = Wilson(s.Passed, s.Judged())
 	s.P50Ms = Percentile(durations, 50).Milliseconds()
 	s.P95Ms = Percentile(durations, 95).Milliseconds()
 
@@ -123,6 +145,15 @@ func Summarize(scenario string, runs []Run) Summary {
 	})
 
 	return s
+}
+
+// rate is Passed/Judged, 0 with no judged runs.
+func (s Summary) rate() float64 {
+	if s.Judged() <= 0 {
+		return 0
+	}
+
+	return float64(s.Passed) / float64(s.Judged())
 }
 
 // normalizeCodes returns codes sorted and deduplicated, as a new slice (nil
@@ -149,7 +180,7 @@ func (s Summary) Mismatch(want Summary, path string) (at, got, wanted string) {
 		key  string
 		a, b any
 	}{
-		{"scenario", s.Scenario, want.Scenario}, {"runs", s.Runs, want.Runs}, {"passed", s.Passed, want.Passed},
+		{"scenario", s.Scenario, want.Scenario}, {"runs", s.Runs, want.Runs}, {"passed", s.Passed, want.Passed}, {"void", s.Void, want.Void},
 		{"rate", s.Rate, want.Rate}, {"rateLow", s.Low, want.Low}, {"rateHigh", s.High, want.High},
 		{"p50Ms", s.P50Ms, want.P50Ms}, {"p95Ms", s.P95Ms, want.P95Ms},
 	} {

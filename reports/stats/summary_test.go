@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/talchaos/talchaos/harness/strictjson"
 )
 
 func TestOutcomeKey(t *testing.T) {
@@ -61,6 +63,54 @@ func TestSummarize(t *testing.T) {
 
 	if !reflect.DeepEqual(diags, []string{"kubelet-timeout", "etcd-quorum", "kubelet-timeout"}) {
 		t.Errorf("Summarize modified a run's diagnoses: %v", diags)
+	}
+}
+
+// A run voided by a stall of the host is counted, but not in the rate, its
+// interval or the percentiles: a runner that stood still says nothing of
+// the scenario.
+func TestSummarizeVoid(t *testing.T) {
+	runs := []Run{
+		{Seed: 1, Verdict: Pass, DurationMs: 1000},
+		{Seed: 2, Verdict: Void, DurationMs: 900_000, Diagnoses: []string{"learner-not-promoted"}},
+		{Seed: 3, Verdict: Fail, DurationMs: 3000},
+		{Seed: 4, Verdict: Pass, DurationMs: 2000},
+		{Seed: 5, Verdict: Void, DurationMs: 800_000, Diagnoses: []string{"learner-not-promoted"}},
+	}
+
+	got := Summarize("boot", runs)
+
+	lo, hi := Wilson(2, 3)
+	want := Summary{
+		Scenario: "boot", Runs: 5, Passed: 2, Void: 2, Rate: 2.0 / 3, Low: lo, High: hi,
+		P50Ms: 2000, P95Ms: 3000,
+		Outcomes: []Outcome{
+			{Verdict: Pass, Seeds: []int64{1, 4}},
+			{Verdict: Void, Diagnoses: []string{"learner-not-promoted"}, Seeds: []int64{2, 5}},
+			{Verdict: Fail, Seeds: []int64{3}},
+		},
+	}
+
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("Summarize:\n got  %+v\n want %+v", got, want)
+	}
+
+	if got.Judged() != 3 {
+		t.Errorf("Judged() = %d, want 3", got.Judged())
+	}
+
+	// A ledger of it reads back.
+	var p strictjson.Problems
+	got.check(&p, "s")
+
+	if errs := p.Errs(); len(errs) > 0 {
+		t.Errorf("the summary does not validate: %v", errs)
+	}
+
+	// Every run void: no rate, an interval of everything.
+	all := Summarize("boot", runs[1:2])
+	if all.Runs != 1 || all.Void != 1 || all.Judged() != 0 || all.Rate != 0 || all.Low != 0 || all.High != 1 || all.P50Ms != 0 {
+		t.Errorf("Summarize(one void run) = %+v", all)
 	}
 }
 
