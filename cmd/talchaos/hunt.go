@@ -46,7 +46,9 @@ func newHuntCmd() *cobra.Command {
 with its Wilson 95 % interval, the p50/p95 time to the outcome and the distinct
 outcomes (verdict and diagnoses) with their seeds, each reproducible with
 'talchaos run ... --seed N'. Writes REPORT-DIR/hunt.json, junit.xml (a test case
-per seed), summary.md and seed-N/. Exit code 0 when every seed passed, 1 otherwise.
+per seed), summary.md and seed-N/. Exit code 0 when every seed passed, 1 when
+one failed; 3 when the only trouble was runs voided by a stall of the host (their
+expectations failed while talchaos did not run: counted void, outside the rate).
 
 With --shard K/N it runs only its part of the seeds (the same on every machine)
 and stamps hunt.json with it; 'talchaos merge' combines the N shards' directories
@@ -213,20 +215,37 @@ func huntOf(name string, tgt target.Target, runs []reports.HuntRun, started time
 func printHunt(out io.Writer, h *reports.Hunt) {
 	sum := h.Summary
 	fmt.Fprintf(out, "\n%s: expectations held for %d of %d seeds (rate %.2f, 95%% interval %.2f-%.2f); time to the outcome p50 %s, p95 %s; %s wall at %d at a time\n",
-		h.Scenario, sum.Passed, sum.Runs, sum.Rate, sum.Low, sum.High, reports.Millis(sum.P50Ms), reports.Millis(sum.P95Ms), reports.Millis(h.WallMs), h.Parallel)
+		h.Scenario, sum.Passed, sum.Judged(), sum.Rate, sum.Low, sum.High, reports.Millis(sum.P50Ms), reports.Millis(sum.P95Ms), reports.Millis(h.WallMs), h.Parallel)
+
+	if sum.Void > 0 {
+		fmt.Fprintf(out, "  %d of %d runs void: their expectations failed while the host did not run talchaos (a stall of a Talos minute or more); the numbers are of the other %d\n",
+			sum.Void, sum.Runs, sum.Judged())
+	}
 
 	for _, o := range sum.Outcomes {
 		fmt.Fprintf(out, "  %-40s %3d seed(s)  replay: %s\n", o.Key(), len(o.Seeds), o.Replay)
 	}
 }
 
-// huntVerdictOf says how a hunt exits: 1 when a seed did not pass.
+// huntVerdictOf says how a hunt exits: 1 when a judged seed did not pass;
+// else 3 when a seed's run was void (the host stalled: it was not judged).
 func huntVerdictOf(h *reports.Hunt) error {
-	if h.Summary.Passed < h.Summary.Runs {
+	switch s := h.Summary; {
+	case s.Passed < s.Judged():
 		return &exitError{code: exitFail}
+	case s.Void > 0:
+		return &exitError{code: exitHarness, err: voidRunsError{void: s.Void, runs: s.Runs}}
 	}
 
 	return nil
+}
+
+// voidRunsError is a hunt that failed nowhere but had runs voided by a stall
+// of the host.
+type voidRunsError struct{ void, runs int }
+
+func (e voidRunsError) Error() string {
+	return fmt.Sprintf("%d of %d seeds' runs were void (the host did not run talchaos while their expectations failed): run them again", e.void, e.runs)
 }
 
 // huntSeeds runs the seeds, opts.parallel at a time, each into its own report

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"encoding/xml"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -88,5 +89,43 @@ func TestHuntWritesItsReports(t *testing.T) {
 
 	if !strings.Contains(out, fmt.Sprintf("expectations held for %d of 2 seeds (rate %.2f, 95%% interval %.2f-%.2f)", s.Passed, s.Rate, lo, hi)) {
 		t.Errorf("output:\n%s", out)
+	}
+}
+
+// A hunt exits 1 when a judged seed failed, else 3 when a seed's run was
+// void (the host stalled), else 0; a shrink goes on past void runs alone.
+func TestHuntVerdictOfVoidRuns(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		verdicts []string
+		code     int
+	}{
+		{"all passed", []string{stats.Pass, stats.Pass}, exitPass},
+		{"a failure", []string{stats.Pass, stats.Fail}, exitFail},
+		{"a failure and a void run", []string{stats.Void, stats.Fail}, exitFail},
+		{"passes and a void run", []string{stats.Pass, stats.Void}, exitHarness},
+		{"an error", []string{stats.Pass, stats.Error}, exitFail},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var runs []stats.Run
+			for i, v := range tc.verdicts {
+				runs = append(runs, stats.Run{Seed: int64(i + 1), Verdict: v})
+			}
+
+			err := huntVerdictOf(&reports.Hunt{Summary: stats.Summarize("s", runs)})
+
+			code := exitPass
+			if ee := (*exitError)(nil); errors.As(err, &ee) {
+				code = ee.code
+			}
+
+			if code != tc.code {
+				t.Errorf("exit %d (%v), want %d", code, err, tc.code)
+			}
+
+			if errors.As(err, new(voidRunsError)) != (tc.code == exitHarness) {
+				t.Errorf("void runs alone should be told apart (a shrink goes on): %v", err)
+			}
+		})
 	}
 }

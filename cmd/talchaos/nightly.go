@@ -46,8 +46,10 @@ run's report.html.
 With --baseline (the previous night's ledger.json) each scenario's pass count is
 compared with a one-sided Fisher exact test at alpha = 0.01: exit code 1 when a
 scenario passes significantly less often (regression, with its p-value); significant
-improvements are printed too. --compare FILE compares a ledger already written
-instead of running anything.
+improvements are printed too. Runs voided by a stall of the host (their expectations
+failed while talchaos did not run) count as void, outside the rates and the test; a
+scenario whose every run tonight was void exits 3 (the night cannot say). --compare
+FILE compares a ledger already written instead of running anything.
 
 With --shard K/N (or its environment variables, below) it runs only shard K of
 the night's (scenario, seed) pairs — the same pairs on every machine, every pair

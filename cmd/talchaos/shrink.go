@@ -58,7 +58,9 @@ func runShrink(cmd *cobra.Command, arg string, opts huntOptions) error {
 		return err
 	}
 
-	if ee := (*exitError)(nil); errors.As(err, &ee) && ee.code != exitFail {
+	// A hunt that failed, or whose only trouble was void runs, has outcomes
+	// to shrink.
+	if ee := (*exitError)(nil); errors.As(err, &ee) && ee.code != exitFail && !errors.As(err, new(voidRunsError)) {
 		return err
 	}
 
