@@ -8,11 +8,9 @@ import (
 	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL
 	. "github.com/onsi/gomega"    //nolint:revive // Gomega's matchers
 
-	"github.com/talchaos/talchaos/harness"
 	"github.com/talchaos/talchaos/harness/chaos"
 	"github.com/talchaos/talchaos/harness/result"
 	"github.com/talchaos/talchaos/reports"
-	"github.com/talchaos/talchaos/sim"
 )
 
 // nodeReset is a bootstrap in which, when cp3 has just joined etcd as a
@@ -66,7 +64,7 @@ var _ = Describe("a node reset during the bootstrap", func() {
 			sc, err := chaos.Parse("node-reset.yaml", []byte(fmt.Sprintf(nodeReset, c.graceful, c.orchestrator, c.converged, c.maintenance, c.reset, c.within)))
 			Expect(err).NotTo(HaveOccurred())
 
-			res, err := harness.Run(ctx, sc, harness.Options{Target: sim.Target{}, Seed: seed})
+			res, err := runSim(ctx, sc, seed)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(res.Verdict).To(Equal(result.Pass), "%s", reports.Summary(res))
 

@@ -8,12 +8,10 @@ import (
 	. "github.com/onsi/ginkgo/v2" //nolint:revive // Ginkgo's DSL
 	. "github.com/onsi/gomega"    //nolint:revive // Gomega's matchers
 
-	"github.com/talchaos/talchaos/harness"
 	"github.com/talchaos/talchaos/harness/chaos"
 	"github.com/talchaos/talchaos/harness/result"
 	"github.com/talchaos/talchaos/reports"
 	"github.com/talchaos/talchaos/scenarios"
-	"github.com/talchaos/talchaos/sim"
 )
 
 // happyPathOfSize is the built-in happy path with n control planes and w
@@ -67,7 +65,7 @@ var _ = Describe("the happy path at size", func() {
 			sc, err := chaos.Parse("happy-path-size.yaml", []byte(happyPathOfSize(size.cps, size.workers)))
 			Expect(err).NotTo(HaveOccurred())
 
-			res, err := harness.Run(ctx, sc, harness.Options{Target: sim.Target{}, Seed: seed})
+			res, err := runSim(ctx, sc, seed)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(res.Verdict).To(Equal(result.Pass), "%s", reports.Summary(res))
 			Expect(res.Outcome.Voters).To(Equal(size.cps))
@@ -164,7 +162,7 @@ func passesAtSize(file string, ofSize func(n int) string, firstSeed int64) {
 			sc, err := chaos.Parse(file, []byte(ofSize(n)))
 			Expect(err).NotTo(HaveOccurred())
 
-			res, err := harness.Run(ctx, sc, harness.Options{Target: sim.Target{}, Seed: seed})
+			res, err := runSim(ctx, sc, seed)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(res.Verdict).To(Equal(result.Pass), "%s", reports.Summary(res))
 			Expect(res.Outcome.Voters).To(Equal(n))

@@ -32,6 +32,7 @@ import (
 	"github.com/talchaos/talchaos/scenarios"
 	"github.com/talchaos/talchaos/sim"
 	"github.com/talchaos/talchaos/sim/netns"
+	"github.com/talchaos/talchaos/sim/simtest"
 )
 
 // The suite runs in a network namespace of its own (package netns), where
@@ -220,25 +221,43 @@ type recordedRun struct {
 	clusters []*sim.Cluster
 }
 
-// voidRuns is how many runs of a scenario a spec makes while the judge
-// voids each for a stall of this machine (judge.VoidedByStall): this kind of
-// VM has been seen standing still for minutes under make test's load (the
-// kernel's "workqueue lockup ... stuck for 204s"), and a run across such a
-// stall says nothing of the scenario.
-const voidRuns = 3
-
 // runUnlessVoid is runRecorded, made again while the judge voids the run
-// for a stall of this machine.
+// for a stall of this machine (simtest.UnlessVoid).
 func runUnlessVoid(ctx context.Context, sc *scenario.Scenario, seed int64) *recordedRun {
-	run := runRecorded(ctx, sc, seed)
+	var run *recordedRun
 
-	for attempt := 1; attempt < voidRuns && run.err == nil && judge.VoidedByStall(run.res); attempt++ {
-		fmt.Fprintf(GinkgoWriter, "%s, run %d of %d: %s\n", sc.Name, attempt, voidRuns, run.res.Error)
+	simtest.UnlessVoid(func() *result.Result {
+		if run = runRecorded(ctx, sc, seed); run.err != nil {
+			return nil
+		}
 
-		run = runRecorded(ctx, sc, seed)
-	}
+		return run.res
+	}, noteVoid(sc))
 
 	return run
+}
+
+// runSim runs a scenario on the sim target, again while the judge voids the
+// run for a stall of this machine (simtest.UnlessVoid).
+func runSim(ctx context.Context, sc *scenario.Scenario, seed int64) (*result.Result, error) {
+	var err error
+
+	res := simtest.UnlessVoid(func() *result.Result {
+		var res *result.Result
+
+		res, err = harness.Run(ctx, sc, harness.Options{Target: sim.Target{}, Seed: seed})
+
+		return res
+	}, noteVoid(sc))
+
+	return res, err
+}
+
+// noteVoid tells the spec's output of a run voided for a stall.
+func noteVoid(sc *scenario.Scenario) func(int, *result.Result) {
+	return func(attempt int, res *result.Result) {
+		fmt.Fprintf(GinkgoWriter, "%s, run %d of %d: %s\n", sc.Name, attempt, simtest.VoidRuns, res.Error)
+	}
 }
 
 // runRecorded runs a scenario on the sim target as `talchaos run --verbose`

@@ -22,7 +22,9 @@ func writeLedger(t *testing.T, path string, sums ...stats.Summary) {
 	}
 }
 
-func summaryOf(name string, passed, runs int) stats.Summary { return summaryVoid(name, passed, 0, runs) }
+func summaryOf(name string, passed, runs int) stats.Summary {
+	return summaryVoid(name, passed, 0, runs)
+}
 
 // summaryVoid is a scenario's summary of runs of which passed passed and
 // the next void were voided by a stall of the host.

@@ -6,7 +6,6 @@ import (
 
 	"github.com/talchaos/talchaos/harness/clock"
 	"github.com/talchaos/talchaos/harness/history"
-	"github.com/talchaos/talchaos/harness/result"
 )
 
 // voidingStall is the shortest stall of talchaos's own process, in Talos
@@ -64,12 +63,4 @@ func stallVoids(h history.History) string {
 
 func stallOf(e history.Entry) time.Duration {
 	return time.Duration(e.Stall.DurationMs) * time.Millisecond
-}
-
-// VoidedByStall reports whether res is a failure voided for a stall of the
-// machine it ran on (res.Voided, which the judge sets). Such a run is one to
-// make again, not a result (what a test of a scenario's verdict does with
-// it); a run that errored for another reason is not voided, stall or not.
-func VoidedByStall(res *result.Result) bool {
-	return res != nil && res.Voided
 }

@@ -24,7 +24,6 @@ import (
 	"github.com/talchaos/talchaos/harness"
 	"github.com/talchaos/talchaos/harness/chaos"
 	"github.com/talchaos/talchaos/harness/history"
-	"github.com/talchaos/talchaos/harness/judge"
 	"github.com/talchaos/talchaos/harness/result"
 	"github.com/talchaos/talchaos/harness/scenario"
 	"github.com/talchaos/talchaos/reports"
@@ -32,6 +31,7 @@ import (
 	"github.com/talchaos/talchaos/sim"
 	"github.com/talchaos/talchaos/sim/container"
 	"github.com/talchaos/talchaos/sim/kubecp"
+	"github.com/talchaos/talchaos/sim/simtest"
 )
 
 // nodeBinary is the static talchaos binary the tests' node images carry.
@@ -163,28 +163,15 @@ func builtin(t *testing.T, name string) *scenario.Scenario {
 	return sc
 }
 
-// voidRuns is how many runs of a scenario a test makes while the judge
-// voids each for a stall of this machine (judge.VoidedByStall): this kind
-// of VM has been seen standing still for minutes under make test's load
-// (the kernel's "workqueue lockup ... stuck for 204s"), and a run across
-// such a stall says nothing of the cluster.
-const voidRuns = 3
-
 // runOn runs the scenario on the container target and checks that it left
-// nothing behind; a run voided by a stall of this machine is made again.
+// nothing behind; a run voided by a stall of this machine is made again
+// (simtest.UnlessVoid).
 func runOn(t *testing.T, d *testcontainers.DockerClient, sc *scenario.Scenario) *result.Result {
 	t.Helper()
 
-	var res *result.Result
-
-	for attempt := 1; attempt <= voidRuns; attempt++ {
-		res = runOnce(t, d, sc)
-		if !judge.VoidedByStall(res) {
-			break
-		}
-
-		t.Logf("%s on containers, run %d of %d: %s", sc.Name, attempt, voidRuns, res.Error)
-	}
+	res := simtest.UnlessVoid(func() *result.Result { return runOnce(t, d, sc) }, func(attempt int, res *result.Result) {
+		t.Logf("%s on containers, run %d of %d: %s", sc.Name, attempt, simtest.VoidRuns, res.Error)
+	})
 
 	// The whole report, for a failure that the events do not explain: kept
 	// with go test -artifacts (-outputdir says where).
