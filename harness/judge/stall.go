@@ -52,7 +52,10 @@ func stallVoids(h history.History) string {
 
 	more := ""
 	if n > 1 {
-		more = fmt.Sprintf(" (and %d shorter stalls of a Talos minute or more)", n-1)
+		more = " (and a shorter stall of a Talos minute or more)"
+		if n > 2 {
+			more = fmt.Sprintf(" (and %d shorter stalls of a Talos minute or more)", n-1)
+		}
 	}
 
 	return fmt.Sprintf("the host did not run talchaos for %s from %s into the run (%s of Talos time at %gx)%s, "+
