@@ -706,6 +706,14 @@ func TestShardRefusedBeforeAnythingRuns(t *testing.T) {
 	}
 }
 
+// shardedTimeScale is the sharded hunt's and certification's: at the
+// built-in's 60x, invalid-config's expect.within is 5 s of wall time for the
+// preflight and the first apply, and make test's lanes once starved a run past
+// it (seed 2 took 27.7 s where it takes under one, and ended without
+// config-invalid); what this test checks, the shards and their merge, does not
+// depend on the scale.
+const shardedTimeScale = "10"
+
 // A hunt's and a certification's shards, run as the commands run them,
 // merge into one hunt.json and one certify.json of every seed, with the
 // unsharded command's exit code.
@@ -726,7 +734,7 @@ func TestShardedHuntAndCertifyMerge(t *testing.T) {
 		check func(t *testing.T, out string)
 	}{
 		{"hunt", func(k int, dir string) []string {
-			return []string{"hunt", "invalid-config", "--seeds", "1-2", "--shard", fmt.Sprintf("%d/2", k), "--report-dir", dir}
+			return []string{"hunt", "invalid-config", "--seeds", "1-2", "--shard", fmt.Sprintf("%d/2", k), "--report-dir", dir, "--time-scale", shardedTimeScale}
 		}, exitPass, func(t *testing.T, out string) {
 			h, err := reports.ReadHunt(filepath.Join(out, reports.HuntJSONFile))
 			if err != nil || h.Shard != nil || !regexp.MustCompile(`^1:pass:\[config-invalid[^]]*\] 2:pass:\[config-invalid[^]]*\]$`).MatchString(pairs(h)) {
@@ -736,7 +744,7 @@ func TestShardedHuntAndCertifyMerge(t *testing.T) {
 		// `true` as a bootstrap says all is well while the invalid config
 		// leaves the nodes in maintenance: silent, in --fail-on by default.
 		{"certify", func(k int, dir string) []string {
-			return []string{"certify", "--scenario", "invalid-config", "--seeds", "1-2", "--shard", fmt.Sprintf("%d/2", k), "--out", dir, "--", "true"}
+			return []string{"certify", "--scenario", "invalid-config", "--seeds", "1-2", "--shard", fmt.Sprintf("%d/2", k), "--out", dir, "--time-scale", shardedTimeScale, "--", "true"}
 		}, exitFail, func(t *testing.T, out string) {
 			c, err := reports.ReadCertify(filepath.Join(out, reports.CertifyJSONFile))
 			if err != nil || c.Shard != nil || len(c.Results) != 1 || len(c.Results[0].Runs) != 2 || c.Results[0].Counts[reports.Silent] != 2 {
