@@ -149,10 +149,6 @@ func runShrink(cmd *cobra.Command, arg string, opts huntOptions) error {
 	return nil
 }
 
-// reproduction runs a candidate over the seeds, opts.parallel at a time, and
-// returns the fraction that ended in the outcome `want`. It stops as soon as
-// so many missed that the rate cannot be reached (the seeds not run count as
-// missed). A candidate the target refuses is shrink.ErrInvalid.
 // outcomeToShrink is the commonest failing outcome of a hunt, or its
 // commonest outcome when no seed failed; never a run voided by a stall of the
 // host, which is no outcome of the cluster's (nil when every run was void).
@@ -170,6 +166,11 @@ func outcomeToShrink(s stats.Summary) *stats.Outcome {
 	return keep
 }
 
+// reproduction runs a candidate over the seeds, opts.parallel at a time, and
+// returns the fraction of the judged ones (not voided by a stall of the host)
+// that ended in the outcome `want`; every seed voided is an error. It stops as
+// soon as so many missed that the rate cannot be reached (the seeds not run
+// count as missed). A candidate the target refuses is shrink.ErrInvalid.
 func reproduction(parent context.Context, sc *scenario.Scenario, tgt target.Target, seeds []int64, opts huntOptions, want string) (float64, error) {
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
