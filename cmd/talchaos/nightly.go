@@ -291,11 +291,11 @@ func verdictOf(out io.Writer, changes []stats.Change) error {
 		void += c.After.Void
 
 		switch {
-		case c.Unjudged && c.After.Judged() == 0:
+		case c.Unjudged && c.After.Void > 0 && c.After.Judged() == 0:
 			unjudged = append(unjudged, c.Scenario)
 			fmt.Fprintf(out, "NOT JUDGED  %s: %s, no judged run tonight: nothing to compare\n", c.Scenario, reports.PassedOf(c.After))
 		case c.Unjudged:
-			fmt.Fprintf(out, "not compared %s: the baseline has no judged run (%s)\n", c.Scenario, reports.PassedOf(c.Before))
+			fmt.Fprintf(out, "not compared %s: no judged run to test (%s before, %s tonight)\n", c.Scenario, reports.PassedOf(c.Before), reports.PassedOf(c.After))
 		case c.Regression:
 			regressed = append(regressed, c.Scenario)
 			fmt.Fprintf(out, "REGRESSION  %s: %s -> %s (one-sided Fisher exact test, p = %.3g < %g)\n",

@@ -99,7 +99,7 @@ func TestNightlyVoidRuns(t *testing.T) {
 
 	// Tonight's judged runs against a baseline with none: not compared, not an error.
 	if code, out := run(t, "nightly", "--baseline", all, "--compare", base); code != exitPass ||
-		!strings.Contains(out, "not compared happy-path: the baseline has no judged run (0/0 (+20 void))") {
+		!strings.Contains(out, "not compared happy-path: no judged run to test (0/0 (+20 void) before, 20/20 tonight)") {
 		t.Errorf("a baseline of void runs: exit %d:\n%s", code, out)
 	}
 }
