@@ -188,12 +188,15 @@ func HuntSummary(h *Hunt) string {
 	return b.String()
 }
 
+// VoidWhy is what makes a run void, as every text that counts void runs
+// says it.
+const VoidWhy = "the host did not run talchaos for a Talos minute or more while their expectations failed"
+
 // VoidNote says that some of a scenario's runs were voided by stalls of the
 // host, and what that means for its numbers.
 func VoidNote(s stats.Summary) string {
-	return fmt.Sprintf("**%d of %d** runs void: their expectations failed while the host did not run talchaos (a stall of a "+
-		"Talos minute or more), so they say nothing of the scenario; the rate and the times are of the other %d. "+
-		"Many void runs mean an overloaded or paused runner.", s.Void, s.Runs, s.Judged())
+	return fmt.Sprintf("**%d of %d** runs void (%s): they say nothing of the scenario; the rate and the times are of the other %d. "+
+		"Many void runs mean an overloaded or paused runner.", s.Void, s.Runs, VoidWhy, s.Judged())
 }
 
 // Millis is a millisecond count as a duration, to a tenth of a second.

@@ -86,8 +86,8 @@ func WriteNightly(dir string, hunts []*Hunt, changes []stats.Change, compared bo
 	idx.WriteString("</table>\n")
 
 	if void := voidRuns(hunts); void > 0 {
-		note := fmt.Sprintf("%d runs void: their expectations failed while the host did not run talchaos (a stall of a Talos minute or more), "+
-			"so they say nothing of their scenarios and no rate counts them. Many void runs mean an overloaded or paused runner.", void)
+		note := fmt.Sprintf("%d runs void (%s): they say nothing of their scenarios and no rate counts them. "+
+			"Many void runs mean an overloaded or paused runner.", void, VoidWhy)
 		md.WriteString("\n" + note + "\n")
 		idx.WriteString("<p>" + html.EscapeString(note) + "</p>\n")
 	}

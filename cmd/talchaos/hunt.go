@@ -218,8 +218,7 @@ func printHunt(out io.Writer, h *reports.Hunt) {
 		h.Scenario, sum.Passed, sum.Judged(), sum.Rate, sum.Low, sum.High, reports.Millis(sum.P50Ms), reports.Millis(sum.P95Ms), reports.Millis(h.WallMs), h.Parallel)
 
 	if sum.Void > 0 {
-		fmt.Fprintf(out, "  %d of %d runs void: their expectations failed while the host did not run talchaos (a stall of a Talos minute or more); the numbers are of the other %d\n",
-			sum.Void, sum.Runs, sum.Judged())
+		fmt.Fprintf(out, "  %d of %d runs void (%s); the numbers are of the other %d\n", sum.Void, sum.Runs, reports.VoidWhy, sum.Judged())
 	}
 
 	for _, o := range sum.Outcomes {
@@ -245,7 +244,7 @@ func huntVerdictOf(h *reports.Hunt) error {
 type voidRunsError struct{ void, runs int }
 
 func (e voidRunsError) Error() string {
-	return fmt.Sprintf("%d of %d seeds' runs were void (the host did not run talchaos while their expectations failed): run them again", e.void, e.runs)
+	return fmt.Sprintf("%d of %d seeds' runs were void (%s): run them again", e.void, e.runs, reports.VoidWhy)
 }
 
 // huntSeeds runs the seeds, opts.parallel at a time, each into its own report

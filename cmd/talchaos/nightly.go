@@ -306,7 +306,7 @@ func verdictOf(out io.Writer, changes []stats.Change) error {
 	}
 
 	if void > 0 {
-		fmt.Fprintf(out, "%d runs void (the host did not run talchaos for a Talos minute or more while their expectations failed): left out of every rate\n", void)
+		fmt.Fprintf(out, "%d runs void (%s): left out of every rate\n", void, reports.VoidWhy)
 	}
 
 	switch {
