@@ -71,7 +71,7 @@ func eventually(t *testing.T, timeout time.Duration, f func() error) {
 		}
 
 		if ran.elapsed() > timeout {
-			t.Fatalf("condition not met in %s of running time (%s of wall time): %v", timeout, ran.wall().Round(time.Millisecond), err)
+			t.Fatalf("condition not met in %s of running time (%s): %v", timeout, ran, err)
 		}
 
 		time.Sleep(50 * time.Millisecond)
@@ -86,6 +86,8 @@ type runClock struct {
 	mu      sync.Mutex
 	last    time.Time // the last tick
 	stalled time.Duration
+	stalls  int
+	longest time.Duration
 	done    chan struct{}
 	stopped chan struct{}
 }
@@ -111,7 +113,11 @@ func startRunClock() *runClock {
 				return
 			case <-tick.C:
 				c.mu.Lock()
-				c.stalled += lateness(time.Since(c.last))
+				if late := lateness(time.Since(c.last)); late > 0 {
+					c.stalled += late
+					c.stalls++
+					c.longest = max(c.longest, late)
+				}
 				c.last = time.Now()
 				c.mu.Unlock()
 			}
@@ -130,7 +136,20 @@ func lateness(gap time.Duration) time.Duration {
 	return gap - runClockTick
 }
 
-func (c *runClock) wall() time.Duration { return time.Since(c.start) }
+// String says how the wall time went: how much of it the stalls took, and
+// how far the calendar clock moved meanwhile. The two clocks part only when
+// the machine's monotonic clock jumps (a virtual machine's can), which looks
+// like a stall from inside and breaks every timer etcd has.
+func (c *runClock) String() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+
+	wall := time.Since(c.start)
+	calendar := time.Now().Round(0).Sub(c.start.Round(0))
+
+	return fmt.Sprintf("%s of wall time, %s of it in %d stalls, the longest %s; the calendar clock moved %s",
+		wall.Round(time.Millisecond), c.stalled.Round(time.Millisecond), c.stalls, c.longest.Round(time.Millisecond), calendar.Round(time.Millisecond))
+}
 
 func (c *runClock) elapsed() time.Duration {
 	c.mu.Lock()
