@@ -40,12 +40,16 @@ const (
 	FalseAlarm = "false-alarm"
 	// Hung: still running when the scenario's time was up (killed).
 	Hung = "hung"
+	// Void: the run's expectations failed across a stall of the host that
+	// ran it (result.Result.Voided): it says nothing of the command.
+	Void = "void"
 	// RunError: the run itself failed (the harness, not the command).
 	RunError = "error"
 )
 
-// CertifyOutcomes are the outcomes, best first.
-var CertifyOutcomes = []string{Survived, Loud, FalseAlarm, Silent, Hung, RunError}
+// CertifyOutcomes are the outcomes, best first: a void run, which says
+// nothing of the command, comes before the outcomes that fault it.
+var CertifyOutcomes = []string{Survived, Loud, FalseAlarm, Void, Silent, Hung, RunError}
 
 // Classify is a run's certify outcome: from how its orchestrator (the
 // command) ended and whether the cluster converged; in a run with a rolling
@@ -55,6 +59,8 @@ func Classify(res *result.Result) string {
 	done := res.Outcome.Converged && (res.Outcome.Upgraded == nil || *res.Outcome.Upgraded == len(res.Outcome.Nodes))
 
 	switch {
+	case res.Voided:
+		return Void
 	case o == nil || res.Error != "":
 		return RunError
 	case o.TimedOut:
@@ -161,7 +167,9 @@ func WriteCertify(dir string, c *Certify) error {
 		s.Counts = map[string]int{}
 
 		for _, o := range CertifyOutcomes {
-			s.Counts[o] = 0
+			if o != Void { // counted only when there is one: a file without void runs reads as before
+				s.Counts[o] = 0
+			}
 		}
 
 		for _, r := range s.Runs {
@@ -219,6 +227,9 @@ func certifyJUnit(c *Certify) ([]byte, error) {
 			body := xmlSafe(msg + "\nexit code: " + exitCodeText(r.ExitCode) + "\ndiagnoses: " + strings.Join(r.Diagnoses, ", ") + "\n" + r.Error)
 
 			switch {
+			case r.Outcome == Void:
+				suite.Skipped++
+				tc.Skipped = &junitProblem{Message: "void: " + xmlSafe(firstLine(r.Error)), Body: body}
 			case r.Outcome == RunError:
 				suite.Errors++
 				tc.Error = &junitProblem{Message: xmlSafe(firstLine(r.Error)), Body: body}
@@ -274,6 +285,10 @@ func CertifySummary(c *Certify) string {
 			s.Counts[Survived], s.Counts[Loud], s.Counts[FalseAlarm], s.Counts[Silent], s.Counts[Hung], markdownCell(worst))
 	}
 
+	if void, runs := c.VoidRuns(); void > 0 {
+		fmt.Fprintf(&b, "\n%s\n", certifyVoidNote(void, runs))
+	}
+
 	for _, s := range c.Skipped {
 		fmt.Fprintf(&b, "\nSkipped %s: %s", s.Name, markdownCell(s.Reason))
 	}
@@ -311,7 +326,7 @@ func certifyIndex(c *Certify) string {
 
 		for _, r := range s.Runs {
 			class := ""
-			if !CertifyHeld(r.Outcome, r.Expected) {
+			if r.Outcome != Void && !CertifyHeld(r.Outcome, r.Expected) {
 				class = ` class="fail"`
 			}
 
@@ -323,7 +338,31 @@ func certifyIndex(c *Certify) string {
 
 	b.WriteString("</table>\n")
 
+	if void, runs := c.VoidRuns(); void > 0 {
+		b.WriteString("<p>" + html.EscapeString(certifyVoidNote(void, runs)) + "</p>\n")
+	}
+
 	return b.String()
+}
+
+// VoidRuns counts the void runs and all runs.
+func (c *Certify) VoidRuns() (void, runs int) {
+	for _, s := range c.Results {
+		for _, r := range s.Runs {
+			runs++
+
+			if r.Outcome == Void {
+				void++
+			}
+		}
+	}
+
+	return void, runs
+}
+
+func certifyVoidNote(void, runs int) string {
+	return fmt.Sprintf("%d of %d runs void (%s): they say nothing of the command; run them again. "+
+		"Many void runs mean an overloaded or paused runner.", void, runs, VoidWhy)
 }
 
 // firstSentence is a description's first sentence, on one line.

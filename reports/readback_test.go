@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/talchaos/talchaos/harness/result"
 	"github.com/talchaos/talchaos/harness/shard"
 	"github.com/talchaos/talchaos/harness/strictjson"
 	"github.com/talchaos/talchaos/reports/stats"
@@ -299,6 +300,88 @@ func TestHuntVoidRun(t *testing.T) {
 	for _, want := range []string{"Expectations held for **1 of 2** seeds: rate 0.50", "**1 of 3** runs void", "| void: learner-not-promoted | 3 | 1 |"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("summary.md lacks %q:\n%s", want, md)
+		}
+	}
+}
+
+// Classify tells a run's certify outcome from how the command ended and
+// whether the cluster converged; a run voided by a stall of the host is void
+// whatever else it says.
+func TestClassify(t *testing.T) {
+	zero, one := 0, 1
+	upgraded := 2
+
+	for _, tc := range []struct {
+		name string
+		res  result.Result
+		want string
+	}{
+		{"exit 0, converged", result.Result{Orchestrator: &result.OrchestratorEnd{ExitCode: &zero}, Outcome: result.Outcome{Converged: true}}, Survived},
+		{"exit 0, not converged", result.Result{Orchestrator: &result.OrchestratorEnd{ExitCode: &zero}}, Silent},
+		{"exit 1, not converged", result.Result{Orchestrator: &result.OrchestratorEnd{ExitCode: &one}}, Loud},
+		{"exit 1, converged", result.Result{Orchestrator: &result.OrchestratorEnd{ExitCode: &one}, Outcome: result.Outcome{Converged: true}}, FalseAlarm},
+		{"killed, converged", result.Result{Orchestrator: &result.OrchestratorEnd{}, Outcome: result.Outcome{Converged: true}}, FalseAlarm},
+		{"killed, not converged", result.Result{Orchestrator: &result.OrchestratorEnd{}}, Loud},
+		{"timed out", result.Result{Orchestrator: &result.OrchestratorEnd{TimedOut: true}}, Hung},
+		{"exit 0, converged, one of two nodes upgraded", result.Result{Orchestrator: &result.OrchestratorEnd{ExitCode: &zero},
+			Outcome: result.Outcome{Converged: true, Upgraded: &one, Nodes: make([]result.NodeOutcome, upgraded)}}, Silent},
+		{"the harness failed", result.Result{Orchestrator: &result.OrchestratorEnd{ExitCode: &zero}, Error: "etcd did not start"}, RunError},
+		{"no command ran", result.Result{}, RunError},
+		{"voided by a stall", result.Result{Orchestrator: &result.OrchestratorEnd{ExitCode: &zero}, Error: "the host did not run talchaos", Voided: true}, Void},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Classify(&tc.res); got != tc.want {
+				t.Errorf("Classify = %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// A certification's void run reads back, is skipped in junit.xml, is not
+// marked failed in index.html and is explained in summary.md; a file with no
+// void run has no void count (it reads as before).
+func TestCertifyVoidRun(t *testing.T) {
+	c := sampleCertify()
+
+	dir := t.TempDir()
+	if err := WriteCertify(dir, c); err != nil {
+		t.Fatal(err)
+	}
+
+	if data, err := os.ReadFile(filepath.Join(dir, CertifyJSONFile)); err != nil || strings.Contains(string(data), `"void"`) {
+		t.Errorf("a certification without void runs counts them (%v):\n%s", err, data)
+	}
+
+	code0 := 0
+	c.Results[1].Runs = append(c.Results[1].Runs, CertifyRun{Scenario: "happy-path", Seed: 1, Outcome: Void, Expected: Survived, ExitCode: &code0,
+		Diagnoses: []string{"no-quorum"}, Report: "happy-path/seed-1", Replay: "talchaos certify ...", DurationMs: 9000, Error: "the host did not run talchaos for 3m52s"})
+	if err := WriteCertify(dir, c); err != nil {
+		t.Fatal(err)
+	}
+
+	back, err := ReadCertify(filepath.Join(dir, CertifyJSONFile))
+	if err != nil {
+		t.Fatalf("a certification with a void run does not read back: %v", err)
+	}
+
+	if got := back.Results[1].Counts; got[Void] != 1 || got[Survived] != 1 {
+		t.Errorf("counts read back: %v", got)
+	}
+
+	for file, wants := range map[string][]string{
+		JUnitFile:        {`skipped="1"`, `<skipped message="void: the host did not run talchaos for 3m52s">`},
+		HuntSummaryFile:  {"1 of 3 runs void (" + VoidWhy + ")"},
+		CertifyIndexFile: {`<a href="happy-path/seed-1/report.html">1 void</a>`, "1 of 3 runs void"},
+	} {
+		data, err := os.ReadFile(filepath.Join(dir, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		for _, want := range wants {
+			if !strings.Contains(string(data), want) {
+				t.Errorf("%s lacks %q:\n%s", file, want, data)
+			}
 		}
 	}
 }

@@ -292,7 +292,7 @@ func runCertify(cmd *cobra.Command, command []string, opts certifyOptions) error
 }
 
 // certifyVerdictOf says how a certification exits: 1 when a run's outcome
-// is one of its --fail-on.
+// is one of its --fail-on, else 3 when a run was void.
 func certifyVerdictOf(c *reports.Certify) error {
 	var bad []string
 
@@ -308,6 +308,11 @@ func certifyVerdictOf(c *reports.Certify) error {
 		slices.Sort(bad)
 
 		return &exitError{code: exitFail, err: fmt.Errorf("outcomes in --fail-on %s: %s", strings.Join(c.FailOn, ","), strings.Join(bad, "; "))}
+	}
+
+	// A void run certifies nothing: as a hunt's, it makes the exit 3.
+	if void, runs := c.VoidRuns(); void > 0 {
+		return &exitError{code: exitHarness, err: voidRunsError{void: void, runs: runs}}
 	}
 
 	return nil

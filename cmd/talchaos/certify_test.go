@@ -364,3 +364,37 @@ func TestShellQuote(t *testing.T) {
 		}
 	}
 }
+
+// A void run makes certify exit 3 unless a run's outcome is in --fail-on.
+func TestCertifyVerdictOfVoidRuns(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		outcomes []string
+		failOn   []string
+		code     int
+	}{
+		{"all survived", []string{reports.Survived, reports.Survived}, []string{reports.Silent}, exitPass},
+		{"a silent run", []string{reports.Survived, reports.Silent}, []string{reports.Silent}, exitFail},
+		{"a silent run and a void run", []string{reports.Void, reports.Silent}, []string{reports.Silent}, exitFail},
+		{"survived and a void run", []string{reports.Survived, reports.Void}, []string{reports.Silent}, exitHarness},
+		{"void in --fail-on", []string{reports.Survived, reports.Void}, []string{reports.Void}, exitFail},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := reports.CertifyScenario{Name: "s", Expected: reports.Survived}
+			for i, o := range tc.outcomes {
+				s.Runs = append(s.Runs, reports.CertifyRun{Scenario: "s", Seed: int64(i + 1), Outcome: o, Expected: reports.Survived})
+			}
+
+			err := certifyVerdictOf(&reports.Certify{FailOn: tc.failOn, Results: []reports.CertifyScenario{s}})
+
+			code := exitPass
+			if ee := (*exitError)(nil); errors.As(err, &ee) {
+				code = ee.code
+			}
+
+			if code != tc.code {
+				t.Errorf("exit %d (%v), want %d", code, err, tc.code)
+			}
+		})
+	}
+}

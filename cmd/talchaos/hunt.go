@@ -244,7 +244,7 @@ func huntVerdictOf(h *reports.Hunt) error {
 type voidRunsError struct{ void, runs int }
 
 func (e voidRunsError) Error() string {
-	return fmt.Sprintf("%d of %d seeds' runs were void (%s): run them again", e.void, e.runs, reports.VoidWhy)
+	return fmt.Sprintf("%d of %d runs were void (%s): run them again", e.void, e.runs, reports.VoidWhy)
 }
 
 // huntSeeds runs the seeds, opts.parallel at a time, each into its own report

@@ -11,6 +11,7 @@ import (
 	"github.com/talchaos/talchaos/harness"
 	"github.com/talchaos/talchaos/harness/chaos"
 	"github.com/talchaos/talchaos/harness/orchestrator"
+	"github.com/talchaos/talchaos/harness/result"
 	"github.com/talchaos/talchaos/harness/scenario"
 	"github.com/talchaos/talchaos/harness/target"
 	"github.com/talchaos/talchaos/reports"
@@ -50,7 +51,7 @@ type CertifyOptions struct {
 type Upgrade func(ctx context.Context, talosconfig *clientconfig.Config, nodes []Node, image string) error
 
 // CertifyResult is one scenario × seed: the outcome (reports.Survived,
-// Loud, FalseAlarm, Silent, Hung or RunError) and what the scenario
+// Loud, FalseAlarm, Void, Silent, Hung or RunError) and what the scenario
 // expects of a good bootstrap.
 type CertifyResult struct {
 	Scenario  string
@@ -70,8 +71,9 @@ func (r CertifyResult) String() string {
 }
 
 // Certify runs bootstrap as the orchestrator of the scenarios, one after
-// the other, and classifies each run as `talchaos certify` does. An error
-// is bad input (an unknown scenario, one that says nothing of what a good
+// the other, and classifies each run as `talchaos certify` does; a run
+// voided by a stall of the host is made again, up to VoidRuns in all (the
+// outcome is Void if every one was). An error is bad input (an unknown scenario, one that says nothing of what a good
 // bootstrap does) or ctx ending.
 func Certify(ctx context.Context, bootstrap Bootstrap, opts CertifyOptions) ([]CertifyResult, error) {
 	scs, err := certifyScenarios(opts.Scenarios, opts.Upgrade != nil)
@@ -133,7 +135,17 @@ func certifyOne(ctx context.Context, bootstrap Bootstrap, sc *scenario.Scenario,
 		return userErr
 	}}
 
-	res, err := harness.Run(ctx, run, harness.Options{Target: sim.Target{}, Seed: seed, Orchestrator: orch, UntilConverged: true})
+	// A run the host stalled through says nothing of the bootstrap: made
+	// again, as the suite does (a void result after VoidRuns is Void).
+	var err error
+
+	res := UnlessVoid(func() *result.Result {
+		var res *result.Result
+
+		res, err = harness.Run(ctx, run, harness.Options{Target: sim.Target{}, Seed: seed, Orchestrator: orch, UntilConverged: true})
+
+		return res
+	}, nil)
 	if err != nil && harness.IsInputError(err) {
 		return CertifyResult{}, err
 	}
