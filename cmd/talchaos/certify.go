@@ -250,7 +250,11 @@ func runCertify(cmd *cobra.Command, command []string, opts certifyOptions) error
 		runs = append(runs, run)
 
 		held := stats.Fail
-		if reports.CertifyHeld(run.Outcome, run.Expected) {
+
+		switch {
+		case run.Outcome == reports.Void:
+			held = stats.Void
+		case reports.CertifyHeld(run.Outcome, run.Expected):
 			held = stats.Pass
 		}
 
