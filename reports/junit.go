@@ -63,7 +63,9 @@ type junitProblem struct {
 // marshalJUnit renders junit.xml: one suite "talchaos" for the run, one test
 // case per expectation check (so a CI reporter names the check that
 // failed), and a case "run" with an <error> when the run itself failed (or
-// its verdict is unknown, so it never passes silently). The suite's
+// its verdict is unknown, so it never passes silently). A run voided by a
+// stall of the host has its failed checks and its "run" case <skipped>:
+// it says nothing of the cluster (its exit, 3, still fails the job). The suite's
 // properties say what reproduces it: seed, schedule hash, scenario hash, tool.
 func marshalJUnit(r *result.Result) ([]byte, error) {
 	secs := fmt.Sprintf("%.3f", float64(r.DurationMs)/1000)
@@ -85,17 +87,33 @@ func marshalJUnit(r *result.Result) ([]byte, error) {
 		tc := junitTestCase{Classname: class, Name: c.Name, Time: "0.000"}
 
 		if !c.Passed {
-			suite.Failures++
-			tc.Failure = &junitProblem{
+			p := &junitProblem{
 				Message: oneLine(fmt.Sprintf("%s: expected %s, actual %s", c.Name, c.Expected, c.Actual)),
 				Body:    xmlSafe("replay: " + replayCmd(r) + "\n" + problemBody(r)),
+			}
+
+			if r.Voided {
+				// Failed across a stall of the host: judged neither way, as
+				// a hunt's void run is.
+				suite.Skipped++
+				p.Message = "void: " + p.Message
+				tc.Skipped = p
+			} else {
+				suite.Failures++
+				tc.Failure = p
 			}
 		}
 
 		suite.Cases = append(suite.Cases, tc)
 	}
 
-	if msg, ok := runError(r); ok {
+	if msg, ok := runError(r); ok && r.Voided {
+		suite.Skipped++
+		suite.Cases = append(suite.Cases, junitTestCase{
+			Classname: class, Name: "run", Time: secs,
+			Skipped: &junitProblem{Message: "void: " + msg, Body: xmlSafe(problemBody(r))},
+		})
+	} else if ok {
 		suite.Errors++
 		suite.Cases = append(suite.Cases, junitTestCase{
 			Classname: class, Name: "run", Time: secs,

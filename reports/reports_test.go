@@ -304,6 +304,7 @@ type junit struct {
 		Tests      int    `xml:"tests,attr"`
 		Failures   int    `xml:"failures,attr"`
 		Errors     int    `xml:"errors,attr"`
+		Skipped    int    `xml:"skipped,attr"`
 		Time       string `xml:"time,attr"`
 		Properties []struct {
 			Name  string `xml:"name,attr"`
@@ -320,6 +321,10 @@ type junit struct {
 				Message string `xml:"message,attr"`
 				Body    string `xml:",chardata"`
 			} `xml:"error"`
+			Skipped *struct {
+				Message string `xml:"message,attr"`
+				Body    string `xml:",chardata"`
+			} `xml:"skipped"`
 		} `xml:"testcase"`
 		SystemOut string `xml:"system-out"`
 	} `xml:"testsuite"`
@@ -332,7 +337,7 @@ func TestJUnit(t *testing.T) {
 	tests := []struct {
 		name       string
 		r          *result.Result
-		wantCases  []string // name, "!" suffix: failed, "?" suffix: error
+		wantCases  []string // name, "!" suffix: failed, "?" suffix: error, "~" suffix: skipped
 		wantTime   string
 		wantInBody []string
 	}{
@@ -364,6 +369,11 @@ func TestJUnit(t *testing.T) {
 		{"unknown verdict", func() *result.Result { r := emptyResult(); r.Verdict = ""; return r }(), []string{"run?"}, "0.000", nil},
 		{"error after checks", func() *result.Result { r := passResult(); r.Verdict, r.Error = result.Error, "interrupted"; return r }(),
 			[]string{"converged", "voters", "run?"}, "83.456", []string{"interrupted"}},
+		{"voided by a stall", func() *result.Result {
+			r := failResult()
+			r.Verdict, r.Error, r.Voided = result.Error, "the host did not run talchaos for 3m52s", true
+			return r
+		}(), []string{"converged~", "voters~", "no-maintenance~", "api-reachable", "run~"}, "83.456", []string{"the host did not run talchaos for 3m52s"}},
 	}
 
 	for _, tt := range tests {
@@ -395,7 +405,7 @@ func TestJUnit(t *testing.T) {
 
 			var got []string
 
-			failures, errs := 0, 0
+			failures, errs, skipped := 0, 0, 0
 
 			for _, c := range s.Cases {
 				name := c.Name
@@ -411,6 +421,13 @@ func TestJUnit(t *testing.T) {
 				case c.Error != nil:
 					name += "?"
 					errs++
+				case c.Skipped != nil:
+					name += "~"
+					skipped++
+
+					if !strings.HasPrefix(c.Skipped.Message, "void: ") {
+						t.Errorf("skipped message %q does not say void", c.Skipped.Message)
+					}
 				}
 
 				got = append(got, name)
@@ -422,7 +439,7 @@ func TestJUnit(t *testing.T) {
 				for _, p := range []*struct {
 					Message string `xml:"message,attr"`
 					Body    string `xml:",chardata"`
-				}{c.Failure, c.Error} {
+				}{c.Failure, c.Error, c.Skipped} {
 					if p == nil {
 						continue
 					}
@@ -447,9 +464,9 @@ func TestJUnit(t *testing.T) {
 				t.Errorf("cases %v, want %v", got, tt.wantCases)
 			}
 
-			if s.Name != "talchaos" || s.Tests != len(s.Cases) || s.Failures != failures || s.Errors != errs || s.Time != tt.wantTime {
-				t.Errorf("suite = name %q tests %d failures %d errors %d time %q, want talchaos %d %d %d %q",
-					s.Name, s.Tests, s.Failures, s.Errors, s.Time, len(s.Cases), failures, errs, tt.wantTime)
+			if s.Name != "talchaos" || s.Tests != len(s.Cases) || s.Failures != failures || s.Errors != errs || s.Skipped != skipped || s.Time != tt.wantTime {
+				t.Errorf("suite = name %q tests %d failures %d errors %d skipped %d time %q, want talchaos %d %d %d %d %q",
+					s.Name, s.Tests, s.Failures, s.Errors, s.Skipped, s.Time, len(s.Cases), failures, errs, skipped, tt.wantTime)
 			}
 
 			props := map[string]string{}
