@@ -216,11 +216,12 @@ func runCluster(ctx context.Context, sc *scenario.Scenario, clk clock.Clock, opt
 	})
 
 	stallsWatched := make(chan struct{})
+	watchedSince := time.Now()
 
 	go part(bgCtx, "stalls", func(ctx context.Context) {
 		defer close(stallsWatched)
 
-		watchStalls(ctx, log, rec, stallTick, stallGap)
+		watchStalls(ctx, log, rec, stallTick, stallGap, watchedSince)
 	})
 
 	schedule := chaos.NewSchedule(planned, cluster, log, rec, clk)

@@ -26,12 +26,14 @@ const (
 // tick), until ctx ends. A run whose history has a silent gap without one
 // was held inside the process (a lock, a blocked call), not by the host.
 // The judge does not blame the cluster for what failed across a long one
-// (judge.Judge).
-func watchStalls(ctx context.Context, log *eventlog.Log, rec *history.Recorder, tick, gap time.Duration) {
+// (judge.Judge). since is when the watch began, taken by the caller before
+// it started the goroutine: a stall that comes before the goroutine first
+// runs (a loaded machine schedules it late) is measured from there too.
+func watchStalls(ctx context.Context, log *eventlog.Log, rec *history.Recorder, tick, gap time.Duration, since time.Time) {
 	t := time.NewTicker(tick)
 	defer t.Stop()
 
-	last := time.Now()
+	last := since
 
 	for {
 		select {

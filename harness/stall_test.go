@@ -30,7 +30,7 @@ func TestWatchStallsTellsAStoppedProcess(t *testing.T) {
 	go func() {
 		defer close(done)
 
-		watchStalls(ctx, log, rec, 50*time.Millisecond, time.Second)
+		watchStalls(ctx, log, rec, 50*time.Millisecond, time.Second, time.Now())
 	}()
 
 	// Running first, not stopped.
@@ -91,6 +91,46 @@ func TestWatchStallsTellsAStoppedProcess(t *testing.T) {
 	p := &strictjson.Problems{}
 	if h.Check(p, "history", history.Known{}); len(p.Errs()) > 0 {
 		t.Fatalf("the history with its stalls does not check: %v", p.Errs())
+	}
+}
+
+// A stall before the watching goroutine first ran (started, then the
+// process stopped before it was scheduled) is measured from when the watch
+// began, not missed.
+func TestWatchStallsCountsFromItsStart(t *testing.T) {
+	log := eventlog.New()
+	rec := history.NewRecorder(log.Start(), clock.New(60), []history.Node{{Name: "cp1", Role: target.ControlPlane, Address: "10.5.0.2"}})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+
+	// As if the goroutine first ran two seconds after the watch began.
+	since := time.Now().Add(-2 * time.Second)
+
+	go func() {
+		defer close(done)
+
+		watchStalls(ctx, log, rec, 50*time.Millisecond, time.Second, since)
+	}()
+
+	deadline := time.Now().Add(30 * time.Second)
+
+	for !strings.Contains(kinds(log), "run.stalled") && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	cancel()
+	<-done
+
+	var recorded []time.Duration
+
+	for _, e := range rec.History().Entries {
+		if e.Stall != nil {
+			recorded = append(recorded, time.Duration(e.Stall.DurationMs)*time.Millisecond)
+		}
+	}
+
+	if !slices.ContainsFunc(recorded, func(d time.Duration) bool { return d >= 2*time.Second }) {
+		t.Fatalf("the stall before the first wake-up is not recorded: stalls %v, events %v", recorded, log.Events())
 	}
 }
 
