@@ -8,7 +8,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -54,115 +53,6 @@ func applyAndBootstrap(t *testing.T, ctx context.Context, c *sim.Cluster, endpoi
 	return cl
 }
 
-// eventually polls f until it returns nil or timeout has passed of the time
-// this process ran. A stall of the host (a VM whose vCPUs are not run for
-// minutes under load: docs/measurements.md, stop 47) is not counted: the
-// nodes did not run through it either, so it says nothing of them.
-func eventually(t *testing.T, timeout time.Duration, f func() error) {
-	t.Helper()
-
-	ran := startRunClock()
-	defer ran.stop()
-
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-
-		if ran.elapsed() > timeout {
-			t.Fatalf("condition not met in %s of running time (%s): %v", timeout, ran, err)
-		}
-
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// runClock counts the time since its start that the process ran: a tick
-// that comes a second or more late is a stall, and its lateness is left out
-// (also while that tick is still due: the poll may run first on resuming).
-type runClock struct {
-	start   time.Time
-	mu      sync.Mutex
-	last    time.Time // the last tick
-	stalled time.Duration
-	stalls  int
-	longest time.Duration
-	done    chan struct{}
-	stopped chan struct{}
-}
-
-const (
-	runClockTick  = 100 * time.Millisecond
-	runClockStall = time.Second
-)
-
-func startRunClock() *runClock {
-	now := time.Now()
-	c := &runClock{start: now, last: now, done: make(chan struct{}), stopped: make(chan struct{})}
-
-	go func() {
-		defer close(c.stopped)
-
-		tick := time.NewTicker(runClockTick)
-		defer tick.Stop()
-
-		for {
-			select {
-			case <-c.done:
-				return
-			case <-tick.C:
-				c.mu.Lock()
-				if late := lateness(time.Since(c.last)); late > 0 {
-					c.stalled += late
-					c.stalls++
-					c.longest = max(c.longest, late)
-				}
-				c.last = time.Now()
-				c.mu.Unlock()
-			}
-		}
-	}()
-
-	return c
-}
-
-// lateness is how much of a gap between ticks was a stall.
-func lateness(gap time.Duration) time.Duration {
-	if gap < runClockStall {
-		return 0
-	}
-
-	return gap - runClockTick
-}
-
-// String says how the wall time went: how much of it the stalls took, and
-// how far the calendar clock moved meanwhile. The two clocks part only when
-// the machine's monotonic clock jumps (a virtual machine's can), which looks
-// like a stall from inside and breaks every timer etcd has.
-func (c *runClock) String() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-
-	wall := time.Since(c.start)
-	calendar := time.Now().Round(0).Sub(c.start.Round(0))
-
-	return fmt.Sprintf("%s of wall time, %s of it in %d stalls, the longest %s; the calendar clock moved %s",
-		wall.Round(time.Millisecond), c.stalled.Round(time.Millisecond), c.stalls, c.longest.Round(time.Millisecond), calendar.Round(time.Millisecond))
-}
-
-func (c *runClock) elapsed() time.Duration {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-
-	return time.Since(c.start) - c.stalled - lateness(time.Since(c.last))
-}
-
-func (c *runClock) stop() {
-	close(c.done)
-	<-c.stopped
-}
-
 func apply(t *testing.T, ctx context.Context, n target.Node) {
 	t.Helper()
 
@@ -188,7 +78,7 @@ func apply(t *testing.T, ctx context.Context, n target.Node) {
 }
 
 func TestMaintenanceThenMutualTLS(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := runningContext(2 * time.Minute)
 	defer cancel()
 
 	c := simtest.FromScenario(t, newScenario(1), 1)
@@ -307,7 +197,7 @@ func TestMaintenanceThenMutualTLS(t *testing.T) {
 }
 
 func TestThreeMembersFormAndLearnerFlagsMatchEtcd(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := runningContext(3 * time.Minute)
 	defer cancel()
 
 	c := simtest.FromScenario(t, newScenario(3), 1)
@@ -414,7 +304,7 @@ func memberEndpoint(nodes []target.Node, hostname string) string {
 }
 
 func TestCloseFreesPortsAndTempDir(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := runningContext(time.Minute)
 	defer cancel()
 
 	c, err := sim.NewCluster(ctx, newScenario(1), 1)
@@ -465,7 +355,7 @@ func TestCloseFreesPortsAndTempDir(t *testing.T) {
 // itself to) must not hold up Close: etcd's own embed.Close would wait for its
 // client servers forever.
 func TestCloseWithAMemberThatNeverGetsReady(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := runningContext(3 * time.Minute)
 	defer cancel()
 
 	c := formed(t, ctx, 2)
@@ -528,7 +418,7 @@ func TestCloseWithAMemberThatNeverGetsReady(t *testing.T) {
 // names the node's etcd member, as on Talos; the others keep their node
 // names.
 func TestHostnameFromTheConfigNamesTheMember(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := runningContext(3 * time.Minute)
 	defer cancel()
 
 	sc := newScenario(2)
@@ -570,7 +460,7 @@ func TestHostnameFromTheConfigNamesTheMember(t *testing.T) {
 // client's connection, so that the observer's looks cost no handshake each.
 // The member's answer is the same (its ID, a voter).
 func TestEtcdStatusDialsNoConnectionPerCall(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := runningContext(2 * time.Minute)
 	defer cancel()
 
 	c := simtest.FromScenario(t, newScenario(1), 1)

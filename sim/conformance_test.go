@@ -28,7 +28,7 @@ import (
 // exact gRPC code and text Talos v1.12.6 answers, with the source it models
 // (paths in github.com/siderolabs/talos@v1.12.6).
 func TestConformanceOfEtcdAndMaintenanceRPCs(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := runningContext(3 * time.Minute)
 	defer cancel()
 
 	sc := &scenario.Scenario{
@@ -325,7 +325,7 @@ func TestConformanceOfEtcdAndMaintenanceRPCs(t *testing.T) {
 // ApplyConfiguration, runtime/v1alpha1/v1alpha1_runtime.go
 // CanApplyImmediate): the mode follows what the change touches.
 func TestConformanceOfApplyModes(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := runningContext(2 * time.Minute)
 	defer cancel()
 
 	n, cl := configuredNode(t, ctx)
@@ -385,7 +385,7 @@ func TestConformanceOfApplyModes(t *testing.T) {
 // "certificate required", every time, through the node's proxy too (the
 // error users match on: field report FR-004, talos #10185).
 func TestInsecureClientGetsCertificateRequiredEveryTime(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := runningContext(2 * time.Minute)
 	defer cancel()
 
 	n, _ := configuredNode(t, ctx)
@@ -410,7 +410,7 @@ func TestInsecureClientGetsCertificateRequiredEveryTime(t *testing.T) {
 // startAllServices, machined main.go handle): here a lone control plane that
 // is never bootstrapped, its etcd join loop failing after 30 minutes.
 func TestBootTimeoutReboots(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := runningContext(2 * time.Minute)
 	defer cancel()
 
 	sc := newScenario(1)
@@ -460,7 +460,7 @@ func TestBootTimeoutReboots(t *testing.T) {
 // reset sequence fails and the node stays as it is, running; a second
 // control plane leaves, is reset and comes back to maintenance.
 func TestGracefulResetLeavesEtcdOrAborts(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := runningContext(3 * time.Minute)
 	defer cancel()
 
 	c := simtest.FromScenario(t, newScenario(2), 1)

@@ -51,7 +51,7 @@ func TestDiscoveryFaults(t *testing.T) {
 			members: []string{"cp2", "w1"}, cp1SeesCp2: true, all: []string{"cp1", "cp2", "w1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			ctx, cancel := runningContext(3 * time.Minute)
 			defer cancel()
 
 			sc := newScenario(tc.cps)
@@ -148,7 +148,7 @@ func membersAre(ctx context.Context, cl *client.Client, want []string) error {
 // data and needs no endpoint. The service drops its entry once the 30-minute
 // TTL has run out unrefreshed; healed, both views catch up.
 func TestDiscoveryCutAfterRegistration(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := runningContext(3 * time.Minute)
 	defer cancel()
 
 	c, nodes, cl := configuredCluster(t, ctx, 2)

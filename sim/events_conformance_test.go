@@ -1,7 +1,6 @@
 package sim_test
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -21,7 +20,7 @@ import (
 // Talos v1.12.6 produces it (paths in github.com/siderolabs/talos@v1.12.6).
 // Real time (scale 1): the windows asserted on are seconds long.
 func TestConformanceOfServiceEventsAndStatus(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := runningContext(2 * time.Minute)
 	defer cancel()
 
 	sc := newScenario(1)

@@ -196,7 +196,7 @@ func progress(t *testing.T, ctx context.Context, c *sim.Cluster, node, leader st
 // TestNetworkAndProcessFaults proves, on one formed cluster, that each fault
 // takes effect and that healing it restores the node.
 func TestNetworkAndProcessFaults(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	ctx, cancel := runningContext(8 * time.Minute)
 	defer cancel()
 
 	c := formed(t, ctx, 3)
@@ -566,7 +566,7 @@ func TestNetworkAndProcessFaults(t *testing.T) {
 // TestResetAndAPIFaults covers faults that take a node back to maintenance or
 // act on single calls.
 func TestResetAndAPIFaults(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := runningContext(5 * time.Minute)
 	defer cancel()
 
 	c := simtest.FromScenario(t, newScenario(2), 1)

@@ -68,7 +68,7 @@ func TestKubernetesEndpointsFollowTheControlPlanes(t *testing.T) {
 	// make test; the reboot's part, a minute of three API servers, is here.
 	needLong(t)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := runningContext(4 * time.Minute)
 	defer cancel()
 
 	sc := newScenario(3)
@@ -170,7 +170,7 @@ func TestKubernetesEndpointsFollowTheControlPlanes(t *testing.T) {
 func TestKubernetesNodesFollowTheirKubelets(t *testing.T) {
 	needKube(t)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := runningContext(5 * time.Minute)
 	defer cancel()
 
 	sc := newScenario(1)
@@ -227,7 +227,7 @@ func TestKubernetesNodesFollowTheirKubelets(t *testing.T) {
 func TestStaticPodResources(t *testing.T) {
 	needKube(t)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := runningContext(2 * time.Minute)
 	defer cancel()
 
 	sc := newScenario(1)

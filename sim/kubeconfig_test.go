@@ -1,7 +1,6 @@
 package sim_test
 
 import (
-	"context"
 	stdx509 "crypto/x509"
 	"encoding/pem"
 	"strings"
@@ -24,7 +23,7 @@ import (
 // signed; on a worker "kubeconfig is only available on control plane nodes";
 // in maintenance the maintenance API's Unimplemented.
 func TestKubeconfig(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := runningContext(2 * time.Minute)
 	defer cancel()
 
 	sc := newScenario(1)

@@ -55,7 +55,7 @@ func TestAddressLate(t *testing.T) {
 		{name: "before v1.2.0: certificates issued once per boot", certs: chaos.CertsAtBoot, stuck: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			ctx, cancel := runningContext(3 * time.Minute)
 			defer cancel()
 
 			c := simtest.FromScenario(t, talos6110(), 1)

@@ -55,7 +55,7 @@ func fr000(t *testing.T) *scenario.Scenario {
 // certificate naming them all, and routes -n by any of them; an unrouted
 // address has no route from the others.
 func TestOperatorsAddressesFormTheCluster(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := runningContext(3 * time.Minute)
 	defer cancel()
 
 	c := simtest.FromScenario(t, fr000(t), 1)
@@ -117,7 +117,7 @@ func TestOperatorsAddressesFormTheCluster(t *testing.T) {
 // API answering there and its addresses listing it, and when that holder
 // reboots another takes it.
 func TestSharedIPFollowsEtcd(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := runningContext(3 * time.Minute)
 	defer cancel()
 
 	sc := fr000(t)
@@ -226,7 +226,7 @@ func allVoters(ctx context.Context, cl *client.Client, nodes []target.Node) erro
 // own name before adding itself), and the first's etcd, removed from the
 // cluster, exits and is restarted for good (a crash loop).
 func TestDuplicateHostnames(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := runningContext(3 * time.Minute)
 	defer cancel()
 
 	sc := newScenario(3)

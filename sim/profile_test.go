@@ -1,7 +1,6 @@
 package sim_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -33,7 +32,7 @@ func TestProfiles(t *testing.T) {
 		{"v1.14", codes.PermissionDenied, "not authorized", codes.Unimplemented, "bootstrap is only available on control plane nodes", codes.Unimplemented},
 	} {
 		t.Run(tc.profile, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			ctx, cancel := runningContext(time.Minute)
 			defer cancel()
 
 			sc := &scenario.Scenario{Name: "profiles", Talos: tc.profile, TimeScale: 60, Cluster: scenario.Cluster{ControlPlanes: 1, Workers: 1}}

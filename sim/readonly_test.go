@@ -57,7 +57,7 @@ var wantDisk = block.DiskSpec{
 // controllers/runtime/maintenance_service.go), nothing a config makes, and
 // no Dmesg or TimeService.
 func TestReadOnlySurfaceInMaintenance(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := runningContext(time.Minute)
 	defer cancel()
 
 	c := simtest.FromScenario(t, newScenario(1), 1)
@@ -173,7 +173,7 @@ func TestReadOnlySurfaceInMaintenance(t *testing.T) {
 // MachineConfigs, SystemDisk, addresses and time, `talosctl time`, and
 // `talosctl dmesg` (-f, --tail) carrying machined's log as kernel records.
 func TestReadOnlySurfaceConfigured(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := runningContext(3 * time.Minute)
 	defer cancel()
 
 	sc := newScenario(2)

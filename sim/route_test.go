@@ -19,7 +19,7 @@ import (
 // One endpoint serves every node, by the node/nodes metadata, as apid does: what
 // talosctl -n and Talos's own health checks rely on.
 func TestOneEndpointReachesEveryNode(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := runningContext(2 * time.Minute)
 	defer cancel()
 
 	_, nodes, cl := configuredCluster(t, ctx, 3)
@@ -115,7 +115,7 @@ func TestOneEndpointReachesEveryNode(t *testing.T) {
 
 // talosctl asks with `nodes` even for one node; each message then names its node.
 func TestStreamsAreStampedWithTheirNode(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := runningContext(time.Minute)
 	defer cancel()
 
 	_, nodes, cl := configuredCluster(t, ctx, 2)

@@ -103,7 +103,7 @@ func TestSlowDisk(t *testing.T) {
 		t.Skipf("the sim cannot slow a disk here: %v", err)
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := runningContext(4 * time.Minute)
 	defer cancel()
 
 	onTmpfs(t)
@@ -279,7 +279,7 @@ func TestSlowDiskLearner(t *testing.T) {
 		t.Skipf("the sim cannot slow a disk here: %v", err)
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := runningContext(3 * time.Minute)
 	defer cancel()
 
 	sc := newScenario(2)

@@ -51,7 +51,7 @@ func TestTimeUnsynced(t *testing.T) {
 		{name: "time sync disabled", patch: "machine:\n  time:\n    disabled: true\n", disabled: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			ctx, cancel := runningContext(2 * time.Minute)
 			defer cancel()
 
 			sc := newScenario(1)
@@ -197,7 +197,7 @@ func TestClockOffset(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			ctx, cancel := runningContext(2 * time.Minute)
 			defer cancel()
 
 			c := simtest.FromScenario(t, newScenario(2), 1)
@@ -248,7 +248,7 @@ func TestClockOffset(t *testing.T) {
 // the node refuses (here "time is not in sync yet": nothing done) keeps its
 // answer and does not use the fault up.
 func TestBootstrapReplyLost(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := runningContext(2 * time.Minute)
 	defer cancel()
 
 	c := simtest.FromScenario(t, newScenario(1), 1)

@@ -1,7 +1,6 @@
 package sim_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -21,7 +20,7 @@ func TestUpgradeCordonsDrainsAndUncordons(t *testing.T) {
 	needKube(t)
 	needLong(t) // make compat's TestKubernetesAgainstUp upgrades a worker through kubectl too
 
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := runningContext(5 * time.Minute)
 	defer cancel()
 
 	sc := newScenario(1)

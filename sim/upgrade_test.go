@@ -61,7 +61,7 @@ func actorEvents(t *testing.T, ctx context.Context, cl *client.Client, actorID s
 // reboots (a new boot ID), reports the installer's version, and its etcd
 // member comes back from its data directory: the same member, a voter.
 func TestUpgradeRebootsIntoTheInstalledVersion(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := runningContext(3 * time.Minute)
 	defer cancel()
 
 	c := formed(t, ctx, 3)
@@ -184,7 +184,7 @@ func TestUpgradeRebootsIntoTheInstalledVersion(t *testing.T) {
 func TestUpgradeRefusals(t *testing.T) {
 	needLong(t)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := runningContext(3 * time.Minute)
 	defer cancel()
 
 	c := formed(t, ctx, 3)
@@ -229,7 +229,7 @@ func TestUpgradeRefusals(t *testing.T) {
 // through another node's apid up to that task, then the stream ends, as
 // apid stopping last lets it.
 func TestShutdownEventsReachTheWatcher(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := runningContext(2 * time.Minute)
 	defer cancel()
 
 	sc := newScenario(1)
