@@ -56,14 +56,15 @@ the cluster (the same judge and diagnoses as 'run'):
   false-alarm  non-zero exit, but the cluster converged
   silent       exit 0, but the cluster did not converge: the command lied
   hung         still running when the scenario's time was up (killed, with its children)
+  void         the host stalled while the expectations failed: it says nothing of COMMAND
 
 Each scenario says what a good bootstrap does under it (certify.expected):
 survivable faults expect survived, unsurvivable ones (an invalid config, a PKI
 mismatch) expect loud. Writes OUT/certify.json, junit.xml (a test
 case per scenario and seed, failing when the outcome is worse than expected),
 summary.md (the scorecard), index.html and each run's report in
-OUT/SCENARIO/seed-N/. Exit code 1 when a run's outcome is in --fail-on, 0
-otherwise, 2 for bad input.
+OUT/SCENARIO/seed-N/. Exit code 1 when a run's outcome is in --fail-on, else 3
+when a run was void (run it again), 0 otherwise, 2 for bad input.
 
 The simulated cluster runs at the scenario's time scale (Talos timers divided,
 60 for most built-ins) while COMMAND runs on real time: its own waits and
