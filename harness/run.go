@@ -172,6 +172,10 @@ func runCluster(ctx context.Context, sc *scenario.Scenario, clk clock.Clock, opt
 	rec := history.NewRecorder(log.Start(), clk, nodes)
 	rec.SetScrubber(scrubber.Scrub)
 
+	// Stalls are watched for from here (watchStalls), though the watch
+	// starts after the observer: one while it connects is not missed.
+	watchedSince := time.Now()
+
 	defer func() {
 		h := rec.History()
 		res.History = &h
@@ -216,7 +220,6 @@ func runCluster(ctx context.Context, sc *scenario.Scenario, clk clock.Clock, opt
 	})
 
 	stallsWatched := make(chan struct{})
-	watchedSince := time.Now()
 
 	go part(bgCtx, "stalls", func(ctx context.Context) {
 		defer close(stallsWatched)
