@@ -362,7 +362,7 @@ func (c *Certify) VoidRuns() (void, runs int) {
 
 func certifyVoidNote(void, runs int) string {
 	return fmt.Sprintf("%d of %d runs void (%s): they say nothing of the command; run them again. "+
-		"Many void runs mean an overloaded or paused runner.", void, runs, VoidWhy)
+		voidRunner, void, runs, VoidWhy)
 }
 
 // firstSentence is a description's first sentence, on one line.

@@ -192,11 +192,14 @@ func HuntSummary(h *Hunt) string {
 // says it.
 const VoidWhy = "the host did not run talchaos for a Talos minute or more while their expectations failed"
 
+// voidRunner ends every note on void runs: what many of them mean.
+const voidRunner = "Many void runs mean an overloaded or paused runner."
+
 // VoidNote says that some of a scenario's runs were voided by stalls of the
 // host, and what that means for its numbers.
 func VoidNote(s stats.Summary) string {
 	return fmt.Sprintf("**%d of %d** runs void (%s): they say nothing of the scenario; the rate and the times are of the other %d. "+
-		"Many void runs mean an overloaded or paused runner.", s.Void, s.Runs, VoidWhy, s.Judged())
+		voidRunner, s.Void, s.Runs, VoidWhy, s.Judged())
 }
 
 // Millis is a millisecond count as a duration, to a tenth of a second.

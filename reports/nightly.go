@@ -87,7 +87,7 @@ func WriteNightly(dir string, hunts []*Hunt, changes []stats.Change, compared bo
 
 	if void := voidRuns(hunts); void > 0 {
 		note := fmt.Sprintf("%d runs void (%s): they say nothing of their scenarios and no rate counts them. "+
-			"Many void runs mean an overloaded or paused runner.", void, VoidWhy)
+			voidRunner, void, VoidWhy)
 		md.WriteString("\n" + note + "\n")
 		idx.WriteString("<p>" + html.EscapeString(note) + "</p>\n")
 	}
