@@ -161,12 +161,12 @@ func (c *runClock) stop() {
 // paused VM looks from inside) for longer than the budget is still running
 // when it resumes, ends once it has run for the budget, and says why.
 func TestRunningContextLeavesOutAStall(t *testing.T) {
-	ctx, cancel := runningContext(1500 * time.Millisecond)
+	ctx, cancel := runningContext(3 * time.Second)
 	defer cancel()
 
 	time.Sleep(200 * time.Millisecond)
 
-	stop := exec.Command("sh", "-c", fmt.Sprintf("kill -STOP %d; sleep 3; kill -CONT %d", os.Getpid(), os.Getpid()))
+	stop := exec.Command("sh", "-c", fmt.Sprintf("kill -STOP %d; sleep 4; kill -CONT %d", os.Getpid(), os.Getpid()))
 	if err := stop.Run(); err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +181,7 @@ func TestRunningContextLeavesOutAStall(t *testing.T) {
 		t.Fatal("not ended 30 s after the stall")
 	}
 
-	if cause := context.Cause(ctx).Error(); !strings.Contains(cause, "1.5s of running time ran out") || strings.Contains(cause, " 0 stalls") {
+	if cause := context.Cause(ctx).Error(); !strings.Contains(cause, "3s of running time ran out") || strings.Contains(cause, " 0 stalls") {
 		t.Errorf("the cause does not say how the time went: %s", cause)
 	}
 }
