@@ -36,7 +36,9 @@ func newNightlyCmd() *cobra.Command {
 		Use:   "nightly [--seeds A-B] [--parallel P] [--baseline FILE] [--out DIR]",
 		Short: "Run the catalogue over seeds, compare with the previous night's ledger, exit 1 on a significant regression",
 		Long: `nightly runs every built-in scenario (or those named with --scenario) once per seed,
-all the (scenario, seed) pairs through one pool of --parallel runs at once, writes per
+all the (scenario, seed) pairs through one pool of --parallel runs at once (each
+scenario's first seed, then each one's second, ...: a spell of trouble on the
+runner costs every scenario a run, not one scenario its seeds), writes per
 scenario its hunt (OUT/NAME: hunt.json, seed-N/) once its last seed is done, and over all of them
 ledger.json (pass rate with its Wilson 95 % interval, p50/p95 time to the outcome and
 the outcomes per scenario), junit.xml (a test suite per scenario, a test case per

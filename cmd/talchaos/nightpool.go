@@ -18,12 +18,16 @@ import (
 )
 
 // A night runs all its (scenario, seed) pairs through one pool of
-// opts.parallel workers, in the catalogue's order, rather than hunting one
-// scenario after another: a hunt's last wave leaves workers idle while its
-// slowest seed finishes, once per scenario, and a shard holding a few seeds
-// of every scenario was mostly such waves (docs/measurements.md, Step 13).
-// Each scenario's hunt (OUT/NAME) is written, and its summary printed in
-// the catalogue's order, once its last seed has finished.
+// opts.parallel workers rather than hunting one scenario after another: a
+// hunt's last wave leaves workers idle while its slowest seed finishes, once
+// per scenario, and a shard holding a few seeds of every scenario was mostly
+// such waves (docs/measurements.md, Step 13). The pairs are interleaved, each
+// scenario's first seed, then each one's second, and so on: a spell of
+// trouble on the runner (another job's load, a slow disk) then costs every
+// scenario a run or two instead of costing one scenario a run of its seeds,
+// which its Fisher test would read as a regression. Each scenario's hunt
+// (OUT/NAME) is written, and its summary printed in the catalogue's order,
+// once its last seed has finished.
 
 // nightScenario is one scenario of a night and its runs so far.
 type nightScenario struct {
@@ -70,13 +74,10 @@ func runNight(ctx context.Context, out io.Writer, tgt target.Target, names []str
 			return nil, &exitError{code: exitHarness, err: err}
 		}
 
-		s := &nightScenario{name: name, sc: sc, seeds: seeds, opts: sub, left: len(seeds)}
-		night = append(night, s)
-
-		for _, seed := range seeds {
-			pairs = append(pairs, nightPair{s: s, seed: seed})
-		}
+		night = append(night, &nightScenario{name: name, sc: sc, seeds: seeds, opts: sub, left: len(seeds)})
 	}
+
+	pairs = interleave(night)
 
 	var (
 		mu       sync.Mutex
@@ -185,8 +186,30 @@ func runNight(ctx context.Context, out io.Writer, tgt target.Target, names []str
 	return hunts, nil
 }
 
+// interleave lists the night's pairs round by round: every scenario's first
+// seed in the catalogue's order, then every one's second, and so on.
+func interleave(night []*nightScenario) []nightPair {
+	var pairs []nightPair
+
+	for round := 0; ; round++ {
+		added := false
+
+		for _, s := range night {
+			if round < len(s.seeds) {
+				pairs = append(pairs, nightPair{s: s, seed: s.seeds[round]})
+				added = true
+			}
+		}
+
+		if !added {
+			return pairs
+		}
+	}
+}
+
 // nightHunt is a scenario's hunt in a night: its runs in seed order, its
-// wall time from its first seed's start to its last seed's end.
+// wall time from its first seed's start to its last seed's end (the seeds
+// being interleaved with the other scenarios', most of the night).
 func nightHunt(s *nightScenario, tgt target.Target) *reports.Hunt {
 	slices.SortFunc(s.runs, func(a, b reports.HuntRun) int { return cmp.Compare(a.Seed, b.Seed) })
 
