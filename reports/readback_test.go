@@ -353,6 +353,10 @@ func TestCertifyVoidRun(t *testing.T) {
 	}
 
 	code0 := 0
+	// A worst run's codes, one per node, are listed once each in summary.md.
+	c.Results[0].Runs[0].Diagnoses = []string{"node-in-maintenance", "config-invalid", "node-in-maintenance"}
+	c.Results[0].Runs[0].Outcome = Loud
+	c.Results[0].Expected, c.Results[0].Runs[0].Expected = Survived, Survived
 	c.Results[1].Runs = append(c.Results[1].Runs, CertifyRun{Scenario: "happy-path", Seed: 1, Outcome: Void, Expected: Survived, ExitCode: &code0,
 		Diagnoses: []string{"no-quorum"}, Report: "happy-path/seed-1", Replay: "talchaos certify ...", DurationMs: 9000, Error: "the host did not run talchaos for 3m52s"})
 	if err := WriteCertify(dir, c); err != nil {
@@ -370,7 +374,7 @@ func TestCertifyVoidRun(t *testing.T) {
 
 	for file, wants := range map[string][]string{
 		JUnitFile:        {`skipped="1"`, `<skipped message="void: the host did not run talchaos for 3m52s">`},
-		HuntSummaryFile:  {"1 of 3 runs void (" + VoidWhy + ")"},
+		HuntSummaryFile:  {"1 of 3 runs void (" + VoidWhy + ")", "loud (seed 1, diagnoses: config-invalid, node-in-maintenance): "},
 		CertifyIndexFile: {`<a href="happy-path/seed-1/report.html">1 void</a>`, "1 of 3 runs void"},
 	} {
 		data, err := os.ReadFile(filepath.Join(dir, file))
