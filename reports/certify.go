@@ -367,8 +367,7 @@ func (c *Certify) VoidRuns() (void, runs int) {
 }
 
 func certifyVoidNote(void, runs int) string {
-	return fmt.Sprintf("%d of %d runs void (%s): they say nothing of the command; run them again. "+
-		voidRunner, void, runs, VoidWhy)
+	return fmt.Sprintf("%d of %d runs void (%s): they say nothing of the command; run them again. %s", void, runs, VoidWhy, voidRunner)
 }
 
 // firstSentence is a description's first sentence, on one line.

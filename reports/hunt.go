@@ -198,8 +198,8 @@ const voidRunner = "Many void runs mean an overloaded or paused runner."
 // VoidNote says that some of a scenario's runs were voided by stalls of the
 // host, and what that means for its numbers.
 func VoidNote(s stats.Summary) string {
-	return fmt.Sprintf("**%d of %d** runs void (%s): they say nothing of the scenario; the rate and the times are of the other %d. "+
-		voidRunner, s.Void, s.Runs, VoidWhy, s.Judged())
+	return fmt.Sprintf("**%d of %d** runs void (%s): they say nothing of the scenario; the rate and the times are of the other %d. %s",
+		s.Void, s.Runs, VoidWhy, s.Judged(), voidRunner)
 }
 
 // Millis is a millisecond count as a duration, to a tenth of a second.

@@ -107,18 +107,20 @@ func marshalJUnit(r *result.Result) ([]byte, error) {
 		suite.Cases = append(suite.Cases, tc)
 	}
 
-	if msg, ok := runError(r); ok && r.Voided {
-		suite.Skipped++
-		suite.Cases = append(suite.Cases, junitTestCase{
-			Classname: class, Name: "run", Time: secs,
-			Skipped: &junitProblem{Message: "void: " + msg, Body: xmlSafe(problemBody(r))},
-		})
-	} else if ok {
-		suite.Errors++
-		suite.Cases = append(suite.Cases, junitTestCase{
-			Classname: class, Name: "run", Time: secs,
-			Error: &junitProblem{Message: msg, Body: xmlSafe(problemBody(r))},
-		})
+	if msg, ok := runError(r); ok {
+		tc := junitTestCase{Classname: class, Name: "run", Time: secs}
+		p := &junitProblem{Message: msg, Body: xmlSafe(problemBody(r))}
+
+		if r.Voided {
+			suite.Skipped++
+			p.Message = "void: " + msg
+			tc.Skipped = p
+		} else {
+			suite.Errors++
+			tc.Error = p
+		}
+
+		suite.Cases = append(suite.Cases, tc)
 	}
 
 	if len(suite.Cases) == 0 {

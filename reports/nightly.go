@@ -86,8 +86,7 @@ func WriteNightly(dir string, hunts []*Hunt, changes []stats.Change, compared bo
 	idx.WriteString("</table>\n")
 
 	if void := voidRuns(hunts); void > 0 {
-		note := fmt.Sprintf("%d runs void (%s): they say nothing of their scenarios and no rate counts them. "+
-			voidRunner, void, VoidWhy)
+		note := fmt.Sprintf("%d runs void (%s): they say nothing of their scenarios and no rate counts them. %s", void, VoidWhy, voidRunner)
 		md.WriteString("\n" + note + "\n")
 		idx.WriteString("<p>" + html.EscapeString(note) + "</p>\n")
 	}

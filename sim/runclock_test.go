@@ -18,7 +18,7 @@ import (
 func eventually(t *testing.T, timeout time.Duration, f func() error) {
 	t.Helper()
 
-	ran := startRunClock()
+	ran := startRunClock(0, nil)
 	defer ran.stop()
 
 	for {
@@ -41,48 +41,31 @@ func eventually(t *testing.T, timeout time.Duration, f func() error) {
 // watch to end (goleak).
 func runningContext(budget time.Duration) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancelCause(context.Background())
-	ran := startRunClock()
-	done := make(chan struct{})
 
-	go func() {
-		defer close(done)
-		defer ran.stop()
-
-		tick := time.NewTicker(runClockTick)
-		defer tick.Stop()
-
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-				if ran.elapsed() > budget {
-					cancel(fmt.Errorf("the test's %s of running time ran out (%s): %w", budget, ran, context.DeadlineExceeded))
-
-					return
-				}
-			}
-		}
-	}()
+	ran := startRunClock(budget, func(ran *runClock) {
+		cancel(fmt.Errorf("the test's %s of running time ran out (%s): %w", budget, ran, context.DeadlineExceeded))
+	})
 
 	return ctx, func() {
 		cancel(context.Canceled)
-		<-done
+		ran.stop()
 	}
 }
 
 // runClock counts the time since its start that the process ran: a tick
 // that comes a second or more late is a stall, and its lateness is left out
 // (also while that tick is still due: the poll may run first on resuming).
+// Given a budget, it calls over once when that much has run.
 type runClock struct {
-	start   time.Time
-	mu      sync.Mutex
-	last    time.Time // the last tick
-	stalled time.Duration
-	stalls  int
-	longest time.Duration
-	done    chan struct{}
-	stopped chan struct{}
+	start    time.Time
+	mu       sync.Mutex
+	last     time.Time // the last tick
+	stalled  time.Duration
+	stalls   int
+	longest  time.Duration
+	done     chan struct{}
+	stopOnce sync.Once
+	stopped  chan struct{}
 }
 
 const (
@@ -90,7 +73,7 @@ const (
 	runClockStall = time.Second
 )
 
-func startRunClock() *runClock {
+func startRunClock(budget time.Duration, over func(*runClock)) *runClock {
 	now := time.Now()
 	c := &runClock{start: now, last: now, done: make(chan struct{}), stopped: make(chan struct{})}
 
@@ -113,6 +96,12 @@ func startRunClock() *runClock {
 				}
 				c.last = time.Now()
 				c.mu.Unlock()
+
+				if over != nil && c.elapsed() > budget {
+					over(c)
+
+					return
+				}
 			}
 		}
 	}()
@@ -151,8 +140,10 @@ func (c *runClock) elapsed() time.Duration {
 	return time.Since(c.start) - c.stalled - lateness(time.Since(c.last))
 }
 
+// stop ends the clock's watch; called again, it does nothing (a context's
+// cancel may be).
 func (c *runClock) stop() {
-	close(c.done)
+	c.stopOnce.Do(func() { close(c.done) })
 	<-c.stopped
 }
 

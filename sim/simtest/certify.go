@@ -73,8 +73,9 @@ func (r CertifyResult) String() string {
 // Certify runs bootstrap as the orchestrator of the scenarios, one after
 // the other, and classifies each run as `talchaos certify` does; a run
 // voided by a stall of the host is made again, up to VoidRuns in all (the
-// outcome is Void if every one was). An error is bad input (an unknown scenario, one that says nothing of what a good
-// bootstrap does) or ctx ending.
+// outcome is Void if every one was). An error is bad input (an unknown
+// scenario, one that says nothing of what a good bootstrap does) or ctx
+// ending.
 func Certify(ctx context.Context, bootstrap Bootstrap, opts CertifyOptions) ([]CertifyResult, error) {
 	scs, err := certifyScenarios(opts.Scenarios, opts.Upgrade != nil)
 	if err != nil {
