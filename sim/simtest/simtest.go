@@ -109,6 +109,8 @@ type Cluster struct {
 // Start starts the nodes, in maintenance mode, and returns once every node's
 // Talos API answers. ctx bounds the start only; the cluster runs until Close.
 func Start(ctx context.Context, opts Options) (*Cluster, error) {
+	reapLeftovers()
+
 	sc, err := scenarioOf(opts)
 	if err != nil {
 		return nil, err
@@ -150,6 +152,20 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	c.cfg = cfg
 
 	return c, nil
+}
+
+// reapOnce: a process reaps once, before its first cluster.
+var reapOnce sync.Once
+
+// reapLeftovers removes what test binaries and talchaos runs that were killed
+// outright (a `go test -timeout` panic, SIGKILL) left in os.TempDir(): their
+// clusters' temp dirs, which hold private keys, and the processes they
+// started (scratch.Reap: only owners provably dead). The talchaos command
+// does this at its start; a test binary using this package does it here.
+// What cannot be removed is left for the next reap: a test is not failed for
+// an earlier one's leftovers.
+func reapLeftovers() {
+	reapOnce.Do(func() { scratch.Reap() }) //nolint:errcheck
 }
 
 // copyConfig is a deep copy of a talosconfig.
@@ -202,6 +218,7 @@ func closeAtEnd(t TB, close func() error) {
 // random choices.
 func FromScenario(t TB, sc *scenario.Scenario, seed int64) *sim.Cluster {
 	t.Helper()
+	reapLeftovers()
 
 	c, err := sim.NewCluster(t.Context(), sc, seed)
 	if err != nil {
