@@ -27,7 +27,8 @@
 //	})
 //
 // A cluster holds private keys in a temporary directory; Close (or the test's
-// cleanup, with New) stops every node and removes it.
+// cleanup, with New) stops every node and removes it. One that a killed test
+// binary left is removed by the next process's first cluster.
 package simtest
 
 import (
