@@ -112,7 +112,7 @@ type marker struct {
 	Class  string
 	Title  string
 	Anchor string
-	Shape  string // "call" or "trigger"
+	Shape  string // "call", "trigger" or "boot"
 }
 
 type chartView struct {
@@ -296,12 +296,29 @@ func newView(r *result.Result) *view {
 
 	// Entries, fault windows and markers.
 	open := map[string]history.Entry{}
+	boots := map[string]string{} // each node's last boot ID
 
 	for i, e := range h.Entries {
 		id := fmt.Sprintf("e%d", i)
 
 		if ev, ok := entryOf(e, id); ok {
 			v.Entries = append(v.Entries, ev)
+		}
+
+		// A node back with another boot ID booted again since the look
+		// before, though it may never have been seen down: a row and a mark.
+		if o := e.Observed; o != nil && o.BootID != "" {
+			if last := boots[o.Name]; last != "" && last != o.BootID {
+				text := "seen with a new boot ID: it booted again since the look before"
+				v.Entries = append(v.Entries, entryView{ID: id, Talos: talosTime(e.TalosMs), Wall: fmtSeconds(e.WallMs), Node: o.Name, Kind: "boot", Class: "boot", Text: text})
+
+				if ly, ok := laneY[o.Name]; ok {
+					v.Markers = append(v.Markers, marker{X: x(e.TalosMs), Y: ly + rowHeight/2, Class: "boot", Shape: "boot",
+						Title: fmt.Sprintf("%s: %s %s", talosTime(e.TalosMs), o.Name, text), Anchor: id})
+				}
+			}
+
+			boots[o.Name] = o.BootID
 		}
 
 		switch {
@@ -546,6 +563,7 @@ func legend() []legendItem {
 		{"kube-not-ready", "API server not ready"}, {"kube-ready", "API server ready"}, {"kube-in-service", "in the endpoints"},
 		{"kube-node-not-ready", "Node NotReady"}, {"kube-node-ready", "Node Ready"},
 		{"call-ok", "call ok"}, {"call-failed", "call refused"}, {"call-noanswer", "call unanswered"}, {"fault", "fault window"}, {"stall", "host stalled (talchaos not run)"},
+		{"boot", "booted again (new boot ID)"},
 	}
 }
 

@@ -3,10 +3,13 @@ package check
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/siderolabs/talos/pkg/machinery/client"
 	clientconfig "github.com/siderolabs/talos/pkg/machinery/client/config"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/talchaos/talchaos/harness/eventlog"
 	"github.com/talchaos/talchaos/harness/history"
@@ -76,6 +79,32 @@ type Observer struct {
 type nodeClients struct {
 	secure   *client.Client
 	insecure *client.Client
+
+	// noBootID: the node refused to say its boot ID for good (bootID).
+	noBootID atomic.Bool
+}
+
+// bootID asks a configured node its boot ID at every look, so that a reboot
+// shorter than the gap between two looks still shows, as a new ID, though the
+// node was never seen down. A node that refuses the read for good is not
+// asked again: real machined gives Read to os:admin only (machined.go,
+// v1.12.6: "/machine.MachineService/Read": role.MakeSet(role.Admin)), and a
+// talosconfig with a lesser role is refused every time.
+func (c *nodeClients) bootID(ctx context.Context) string {
+	if c.noBootID.Load() {
+		return ""
+	}
+
+	id, err := talosclient.BootID(ctx, c.secure)
+	if code := status.Code(err); code == codes.PermissionDenied || code == codes.Unimplemented {
+		c.noBootID.Store(true)
+	}
+
+	if err != nil {
+		return ""
+	}
+
+	return id
 }
 
 // WatchVersions makes every look at a configured node also ask its Talos

@@ -15,7 +15,6 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/talchaos/talchaos/harness/history"
-	"github.com/talchaos/talchaos/harness/talosclient"
 	"github.com/talchaos/talchaos/harness/target"
 )
 
@@ -265,11 +264,9 @@ func (o *Observer) pollNode(ctx context.Context, n target.Node, etcd bool) *hist
 			if v, err := c.secure.Version(ctx); err == nil && len(v.GetMessages()) > 0 {
 				no.Version = v.GetMessages()[0].GetVersion().GetTag()
 			}
-
-			if id, err := talosclient.BootID(ctx, c.secure); err == nil {
-				no.BootID = id
-			}
 		}
+
+		no.BootID = c.bootID(ctx)
 
 		if no.Etcd != nil && no.Etcd.State == "Waiting" && strings.Contains(no.Etcd.Message, etcdSpecWait) {
 			no.EtcdSpec = etcdSpecInputs(ctx, c.secure)

@@ -91,8 +91,10 @@ type NodeObservation struct {
 	// with a rolling upgrade (orchestrator.upgradeTo).
 	Version string `json:"version,omitempty"`
 	// BootID is the node's boot ID (/proc/sys/kernel/random/boot_id, as
-	// `talosctl upgrade` reads it), looked at with Version: a reboot shorter
-	// than a poll shows in it although the node was never seen down.
+	// `talosctl upgrade` reads it), looked at in every look at a configured
+	// node: a reboot shorter than a poll shows in it although the node was
+	// never seen down. Empty where the node refuses the read (a talosconfig
+	// without os:admin).
 	BootID  string   `json:"bootId,omitempty"`
 	Etcd    *Service `json:"etcd,omitempty"`
 	Kubelet *Service `json:"kubelet,omitempty"`
