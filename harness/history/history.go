@@ -121,9 +121,37 @@ type Stall struct {
 	DurationMs int64 `json:"durationMs"`
 }
 
-// HasStall reports whether the history records a stall (false for nil).
-func (h *History) HasStall() bool {
-	return h != nil && slices.ContainsFunc(h.Entries, func(e Entry) bool { return e.Stall != nil })
+// VoidingStall is the shortest stall of talchaos's own process, in Talos
+// time, across which a failed expectation is not the cluster's (the judge
+// voids the run): a minute, half the shortest window the judge and the
+// resilient orchestrator count with (a learner older than two minutes is
+// stale), and the Talos time of any stall the run can tell at a time scale of
+// 12 or more (it tells those of 5 s). While the process stood still nothing
+// of talchaos ran (orchestrator, observer, on the sim the nodes' etcd and
+// timers); on containers the whole machine may have stood still with it.
+// When it resumed, every deadline and window that the stall spanned had run
+// out at once: a learner's promote window, a join's timeout, the
+// orchestrator's waits.
+const VoidingStall = time.Minute
+
+// VoidingStalls are the stall entries of at least VoidingStall of Talos time,
+// in order (none for nil).
+func (h *History) VoidingStalls() []Entry {
+	if h == nil {
+		return nil
+	}
+
+	clk := clock.New(h.Scale)
+
+	var out []Entry
+
+	for _, e := range h.Entries {
+		if e.Stall != nil && clk.Talos(time.Duration(e.Stall.DurationMs)*time.Millisecond) >= VoidingStall {
+			out = append(out, e)
+		}
+	}
+
+	return out
 }
 
 // Log sources.

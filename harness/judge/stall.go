@@ -8,43 +8,23 @@ import (
 	"github.com/talchaos/talchaos/harness/history"
 )
 
-// voidingStall is the shortest stall of talchaos's own process, in Talos
-// time, across which a failed expectation is not the cluster's: a minute,
-// half the shortest window the judge and the resilient orchestrator count
-// with (a learner older than two minutes is stale), and the Talos time of
-// any stall the run can tell at a time scale of 12 or more (it tells those of
-// 5 s). While the process stood still nothing of talchaos ran (orchestrator,
-// observer, on the sim the nodes' etcd and timers); on containers the whole
-// machine may have stood still with it. When it resumed, every deadline and
-// window that the stall spanned had run out at once: a learner's promote
-// window, a join's timeout, the orchestrator's waits.
-const voidingStall = time.Minute
-
 // stallVoids says why a failing verdict is void: the history records a
-// stall of the process of at least voidingStall of Talos time. Empty when it
+// stall of the process of at least history.VoidingStall of Talos time. Empty when it
 // records none.
 func stallVoids(h history.History) string {
 	clk := clock.New(h.Scale)
-
-	var (
-		longest history.Entry
-		n       int
-	)
-
-	for _, e := range h.Entries {
-		if e.Stall == nil || clk.Talos(stallOf(e)) < voidingStall {
-			continue
-		}
-
-		n++
-
-		if longest.Stall == nil || e.Stall.DurationMs > longest.Stall.DurationMs {
-			longest = e
-		}
-	}
+	voiding := h.VoidingStalls()
+	n := len(voiding)
 
 	if n == 0 {
 		return ""
+	}
+
+	longest := voiding[0]
+	for _, e := range voiding[1:] {
+		if e.Stall.DurationMs > longest.Stall.DurationMs {
+			longest = e
+		}
 	}
 
 	d := stallOf(longest)

@@ -48,12 +48,18 @@ func TestValidate(t *testing.T) {
 		{"scenario", func(r *Result) { r.Scenario = "" }, []string{"scenario: is empty"}},
 		{"target", func(r *Result) { r.Target = "" }, []string{"target: is empty"}},
 		{"verdict", func(r *Result) { r.Verdict = "" }, []string{`verdict: is "": want pass, fail or error`}},
-		{"voided pass", func(r *Result) { r.Voided = true }, []string{"voided: is true, but a voided run has verdict error, an error that says why and a stall in its history"}},
+		{"voided pass", func(r *Result) { r.Voided = true }, []string{"voided: is true, but a voided run has verdict error, an error that says why and a stall of a Talos minute or more in its history"}},
 		{"voided without a stall", func(r *Result) { r.Verdict, r.Error, r.Voided = Error, "the host stalled", true }, []string{"voided: is true"}},
+		// At 60x a Talos minute is a second of wall time.
+		{"voided by a stall too short", func(r *Result) {
+			r.Verdict, r.Error, r.Voided = Error, "the host stalled", true
+			last := r.History.Entries[len(r.History.Entries)-1]
+			r.History.Entries = append(r.History.Entries, history.Entry{WallMs: last.WallMs + 999, TalosMs: last.TalosMs + 59940, Stall: &history.Stall{DurationMs: 999}})
+		}, []string{"voided: is true"}},
 		{"voided", func(r *Result) {
 			r.Verdict, r.Error, r.Voided = Error, "the host stalled", true
 			last := r.History.Entries[len(r.History.Entries)-1]
-			r.History.Entries = append(r.History.Entries, history.Entry{WallMs: last.WallMs, TalosMs: last.TalosMs, Stall: &history.Stall{DurationMs: 1}})
+			r.History.Entries = append(r.History.Entries, history.Entry{WallMs: last.WallMs + 1000, TalosMs: last.TalosMs + 60000, Stall: &history.Stall{DurationMs: 1000}})
 		}, nil},
 		{"time scale", func(r *Result) { r.TimeScale = 1e6 }, []string{"timeScale: is 1e+06: a time scale is between 1 and 10000"}},
 		{"scenario time scale", func(r *Result) { r.ScenarioTimeScale = 0.1 }, []string{"scenarioTimeScale: is 0.1"}},
