@@ -224,7 +224,7 @@ func runCluster(ctx context.Context, sc *scenario.Scenario, clk clock.Clock, opt
 	go part(bgCtx, "stalls", func(ctx context.Context) {
 		defer close(stallsWatched)
 
-		watchStalls(ctx, log, rec, stallTick, stallGap, watchedSince)
+		watchStalls(ctx, log, rec, stallTick, stallGapAt(clk), watchedSince)
 	})
 
 	schedule := chaos.NewSchedule(planned, cluster, log, rec, clk)

@@ -5,20 +5,35 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/talchaos/talchaos/harness/clock"
 	"github.com/talchaos/talchaos/harness/eventlog"
 	"github.com/talchaos/talchaos/harness/history"
 )
 
-// stallGap is how long this process may go without running a goroutine
-// that asked to be woken every stallTick before the run says the host
-// stalled. A starved machine delays a wake-up by tens of milliseconds, a
-// loaded one by a second at most; a paused VM, a swapping host or a
-// process stopped outright by many seconds, and whatever the run saw then
+// stallTick is how often the watch asks to be woken. A run says the host
+// stalled when this process went without running that wake-up for its stall
+// gap (stallGapAt): a paused VM, a swapping host or a process stopped
+// outright stands still for seconds, and whatever the run saw then
 // (deadlines that all ran out at once, log lines that arrived together) is
 // of the host, not of the cluster.
+const stallTick = 250 * time.Millisecond
+
+// stallGapAt is the stall gap of a run at clk's scale: a Talos minute of
+// wall time (history.VoidingStall, the shortest stall across which a failed
+// run is void), so that every stall that voids is seen, at 60x one of a
+// second; never under minStallGap, the late wake-ups a loaded machine gives
+// (tens of milliseconds when starved, up to a second), nor over maxStallGap.
+// A gap of 5 s at every scale, as this was, did not see the stalls of 1 to
+// 5 s that are 1 to 5 Talos minutes at 60x: a run that failed across one was
+// judged failed although every promote window and deadline inside it had run
+// out at once.
+func stallGapAt(clk clock.Clock) time.Duration {
+	return min(max(clk.Wall(history.VoidingStall), minStallGap), maxStallGap)
+}
+
 const (
-	stallTick = 250 * time.Millisecond
-	stallGap  = 5 * time.Second
+	minStallGap = time.Second
+	maxStallGap = 5 * time.Second
 )
 
 // watchStalls records in the history and tells the event log (run.stalled)

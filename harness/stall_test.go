@@ -142,3 +142,29 @@ func kinds(log *eventlog.Log) string {
 
 	return strings.Join(out, " ")
 }
+
+// The watch tells every stall that voids a failed run (a Talos minute) up to
+// 60x, and none shorter than a second (a loaded machine's late wake-ups) nor
+// only those longer than 5 s.
+func TestStallGapAt(t *testing.T) {
+	for _, tc := range []struct {
+		scale float64
+		want  time.Duration
+	}{
+		{1, 5 * time.Second},
+		{12, 5 * time.Second},
+		{20, 3 * time.Second},
+		{30, 2 * time.Second},
+		{60, time.Second},
+		{600, time.Second},
+	} {
+		clk := clock.New(tc.scale)
+		if got := stallGapAt(clk); got != tc.want {
+			t.Errorf("stallGapAt(%gx) = %s, want %s", tc.scale, got, tc.want)
+		}
+
+		if got := stallGapAt(clk); tc.scale <= 60 && clk.Talos(got) > history.VoidingStall {
+			t.Errorf("at %gx a voiding stall of %s (a Talos minute) is not told", tc.scale, clk.Wall(history.VoidingStall))
+		}
+	}
+}

@@ -125,10 +125,11 @@ type Stall struct {
 // time, across which a failed expectation is not the cluster's (the judge
 // voids the run): a minute, half the shortest window the judge and the
 // resilient orchestrator count with (a learner older than two minutes is
-// stale), and the Talos time of any stall the run can tell at a time scale of
-// 12 or more (it tells those of 5 s). While the process stood still nothing
-// of talchaos ran (orchestrator, observer, on the sim the nodes' etcd and
-// timers); on containers the whole machine may have stood still with it.
+// stale). The run tells every stall of a Talos minute at time scales up to
+// 60, and above that every one of a second of wall time (harness
+// stallGapAt). While the process stood still nothing of talchaos ran
+// (orchestrator, observer, on the sim the nodes' etcd and timers); on
+// containers the whole machine may have stood still with it.
 // When it resumed, every deadline and window that the stall spanned had run
 // out at once: a learner's promote window, a join's timeout, the
 // orchestrator's waits.
