@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/talchaos/talchaos/reports"
 	"github.com/talchaos/talchaos/reports/stats"
@@ -226,6 +227,30 @@ func TestInterleave(t *testing.T) {
 
 			if !slices.Equal(got, tc.want) {
 				t.Errorf("interleave = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// A night's scenario took the time its runs went on, seeds side by side
+// counted once, not from its first seed's start to its last seed's end.
+func TestBusy(t *testing.T) {
+	at := func(s int) time.Time { return time.Date(2026, 11, 28, 2, 0, s, 0, time.UTC) }
+
+	for _, tc := range []struct {
+		name  string
+		spans []span
+		want  time.Duration
+	}{
+		{"none", nil, 0},
+		{"one", []span{{at(0), at(10)}}, 10 * time.Second},
+		{"apart, interleaved with others", []span{{at(100), at(110)}, {at(0), at(10)}, {at(50), at(55)}}, 25 * time.Second},
+		{"side by side", []span{{at(0), at(10)}, {at(5), at(20)}, {at(6), at(8)}}, 20 * time.Second},
+		{"touching", []span{{at(0), at(10)}, {at(10), at(12)}}, 12 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := busy(tc.spans); got != tc.want {
+				t.Errorf("busy = %s, want %s", got, tc.want)
 			}
 		})
 	}

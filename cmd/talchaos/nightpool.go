@@ -38,9 +38,12 @@ type nightScenario struct {
 	runs    []reports.HuntRun
 	left    int // seeds not finished
 	started time.Time
-	ended   time.Time
+	spans   []span // each counted run's, from its start to its end
 	hunt    *reports.Hunt
 }
+
+// span is when one run went on.
+type span struct{ from, to time.Time }
 
 // nightPair is one run of the night: a scenario and a seed.
 type nightPair struct {
@@ -118,9 +121,11 @@ func runNight(ctx context.Context, out io.Writer, tgt target.Target, names []str
 	seedpool.RunWeighted(ctx, indexes, opts.parallel, weight, func(i int64) bool {
 		p := pairs[i]
 
+		began := time.Now()
+
 		mu.Lock()
 		if p.s.started.IsZero() {
-			p.s.started = time.Now()
+			p.s.started = began
 		}
 		mu.Unlock()
 
@@ -147,7 +152,7 @@ func runNight(ctx context.Context, out io.Writer, tgt target.Target, names []str
 		}
 
 		p.s.runs = append(p.s.runs, r.run)
-		p.s.ended = time.Now()
+		p.s.spans = append(p.s.spans, span{began, time.Now()})
 
 		if p.s.left--; p.s.left == 0 {
 			finish(p.s)
@@ -208,10 +213,43 @@ func interleave(night []*nightScenario) []nightPair {
 }
 
 // nightHunt is a scenario's hunt in a night: its runs in seed order, its
-// wall time from its first seed's start to its last seed's end (the seeds
-// being interleaved with the other scenarios', most of the night).
+// wall time the time its runs went on (busy). Its seeds are interleaved with
+// the other scenarios', so from its first seed's start to its last seed's end
+// is most of the night, whatever the scenario costs.
 func nightHunt(s *nightScenario, tgt target.Target) *reports.Hunt {
 	slices.SortFunc(s.runs, func(a, b reports.HuntRun) int { return cmp.Compare(a.Seed, b.Seed) })
 
-	return huntOf(s.sc.Name, tgt, s.runs, s.started, s.ended.Sub(s.started), s.opts)
+	return huntOf(s.sc.Name, tgt, s.runs, s.started, busy(s.spans), s.opts)
+}
+
+// busy is how long at least one of spans went on: seeds run side by side
+// count once.
+func busy(spans []span) time.Duration {
+	spans = slices.Clone(spans)
+	slices.SortFunc(spans, func(a, b span) int { return a.from.Compare(b.from) })
+
+	var (
+		total time.Duration
+		cur   span
+	)
+
+	for i, sp := range spans {
+		switch {
+		case i == 0:
+			cur = sp
+		case !sp.from.After(cur.to):
+			if sp.to.After(cur.to) {
+				cur.to = sp.to
+			}
+		default:
+			total += cur.to.Sub(cur.from)
+			cur = sp
+		}
+	}
+
+	if len(spans) > 0 {
+		total += cur.to.Sub(cur.from)
+	}
+
+	return total
 }
