@@ -296,7 +296,7 @@ func newView(r *result.Result) *view {
 
 	// Entries, fault windows and markers.
 	open := map[string]history.Entry{}
-	boots := map[string]string{} // each node's last boot ID
+	boots := map[string]history.Entry{} // each node's last look with a boot ID
 
 	for i, e := range h.Entries {
 		id := fmt.Sprintf("e%d", i)
@@ -308,8 +308,8 @@ func newView(r *result.Result) *view {
 		// A node back with another boot ID booted again since the look
 		// before, though it may never have been seen down: a row and a mark.
 		if o := e.Observed; o != nil && o.BootID != "" {
-			if last := boots[o.Name]; last != "" && last != o.BootID {
-				text := "seen with a new boot ID: it booted again since the look before"
+			if last, ok := boots[o.Name]; ok && last.Observed.BootID != o.BootID {
+				text := fmt.Sprintf("seen with a new boot ID: it booted again since %s, where the one before was recorded (seen down or not)", talosTime(last.TalosMs))
 				v.Entries = append(v.Entries, entryView{ID: id, Talos: talosTime(e.TalosMs), Wall: fmtSeconds(e.WallMs), Node: o.Name, Kind: "boot", Class: "boot", Text: text})
 
 				if ly, ok := laneY[o.Name]; ok {
@@ -318,7 +318,7 @@ func newView(r *result.Result) *view {
 				}
 			}
 
-			boots[o.Name] = o.BootID
+			boots[o.Name] = e
 		}
 
 		switch {
