@@ -42,16 +42,11 @@ func (o *Observer) followLog(ctx context.Context, node, id string, line func(nod
 	}
 
 	o.following[key] = true
-	seen := o.seen[key]
+	seen, boot := o.seen[key], o.boots[key]
 	o.mu.Unlock()
 
 	o.wg.Go(func() {
-		defer func() {
-			o.mu.Lock()
-			o.following[key] = false
-			o.seen[key] = seen
-			o.mu.Unlock()
-		}()
+		defer func() { o.streamEnded(key, boot, seen) }()
 
 		stream, err := c.secure.Logs(ctx, "system", 0, id, true, -1)
 		if err != nil {
@@ -105,6 +100,34 @@ func (o *Observer) followLog(ctx context.Context, node, id string, line func(nod
 			endOfMessage()
 		}
 	})
+}
+
+// streamEnded keeps how far a stream read, unless the node booted again
+// since the stream began (newBoot): its position is of a log that is gone,
+// and kept it would skip as many lines of the new boot's log (the stream of a
+// node killed outright may break only after the node is seen back).
+func (o *Observer) streamEnded(key string, boot int, seen logPosition) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+
+	o.following[key] = false
+
+	if o.boots[key] == boot {
+		o.seen[key] = seen
+	}
+}
+
+// newBoot forgets how far a node's logs were read: it went down, is
+// rebooting or resetting, or came back with another boot ID.
+func (o *Observer) newBoot(node string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+
+	for _, id := range []string{"machined", "etcd"} {
+		key := node + "/" + id
+		delete(o.seen, key)
+		o.boots[key]++
+	}
 }
 
 // logPosition is how far a node's log of the current boot has been read.

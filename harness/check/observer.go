@@ -48,6 +48,7 @@ type Observer struct {
 	pending   map[string]bool        // the node's last log line is not in the event log yet
 	following map[string]bool        // "node/log" streams running now
 	seen      map[string]logPosition // "node/log" lines read so far
+	boots     map[string]int         // "node/log": how many new boots were seen (a stream's position is of the boot it began in)
 	certWarns map[string]bool        // "node error" certificate warnings of etcd's recorded
 
 	narrMu   sync.Mutex
@@ -124,6 +125,7 @@ func NewObserver(ctx context.Context, nodes []target.Node, cfg *clientconfig.Con
 		pending:     map[string]bool{},
 		following:   map[string]bool{},
 		seen:        map[string]logPosition{},
+		boots:       map[string]int{},
 		certWarns:   map[string]bool{},
 	}
 

@@ -123,12 +123,11 @@ func (o *Observer) transitions(prev, cur *history.Observation) {
 			p = prev.Nodes[n.Name]
 		}
 
-		// A node seen going down or rebooting starts new in-memory logs.
-		if n.Mode == history.ModeDown || n.Stage == "rebooting" || n.Stage == "resetting" {
-			o.mu.Lock()
-			delete(o.seen, n.Name+"/machined")
-			delete(o.seen, n.Name+"/etcd")
-			o.mu.Unlock()
+		// A node seen going down or rebooting, or back with another boot ID
+		// (a reboot between two looks), starts new in-memory logs.
+		rebooted := p != nil && p.BootID != "" && n.BootID != "" && p.BootID != n.BootID
+		if n.Mode == history.ModeDown || n.Stage == "rebooting" || n.Stage == "resetting" || rebooted {
+			o.newBoot(n.Name)
 		}
 
 		if n.Stage != "" && (p == nil || p.Stage != n.Stage) {
