@@ -35,18 +35,20 @@ func (o *Observer) followLog(ctx context.Context, node, id string, line func(nod
 	key := node + "/" + id
 
 	o.mu.Lock()
-	if o.following[key] {
+	if o.following[key] != nil {
 		o.mu.Unlock()
 
 		return
 	}
 
-	o.following[key] = true
+	ctx, cancel := context.WithCancel(ctx)
+	o.following[key] = cancel
 	seen, boot := o.seen[key], o.boots[key]
 	o.mu.Unlock()
 
 	o.wg.Go(func() {
 		defer func() { o.streamEnded(key, boot, seen) }()
+		defer cancel()
 
 		stream, err := c.secure.Logs(ctx, "system", 0, id, true, -1)
 		if err != nil {
@@ -110,16 +112,20 @@ func (o *Observer) streamEnded(key string, boot int, seen logPosition) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 
-	o.following[key] = false
+	delete(o.following, key)
 
 	if o.boots[key] == boot {
 		o.seen[key] = seen
 	}
 }
 
-// newBoot forgets how far a node's logs were read: it went down, is
-// rebooting or resetting, or came back with another boot ID.
-func (o *Observer) newBoot(node string) {
+// newBoot forgets how far a node's logs were read: it booted again
+// (bootTransition). gone: the boot the streams were following is over (the
+// node is back with another boot ID), so they are ended: a stream to a node
+// killed outright may otherwise stay open, silent, until TCP gives up on it
+// (no reset comes from a network namespace that is gone), and no stream of
+// the new boot starts while it does.
+func (o *Observer) newBoot(node string, gone bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 
@@ -127,6 +133,10 @@ func (o *Observer) newBoot(node string) {
 		key := node + "/" + id
 		delete(o.seen, key)
 		o.boots[key]++
+
+		if cancel := o.following[key]; cancel != nil && gone {
+			cancel()
+		}
 	}
 }
 

@@ -45,11 +45,12 @@ type Observer struct {
 	latest    *history.Observation
 	subs      []chan struct{}
 	lines     map[string][]LogLine
-	pending   map[string]bool        // the node's last log line is not in the event log yet
-	following map[string]bool        // "node/log" streams running now
-	seen      map[string]logPosition // "node/log" lines read so far
-	boots     map[string]int         // "node/log": how many new boots were seen (a stream's position is of the boot it began in)
-	certWarns map[string]bool        // "node error" certificate warnings of etcd's recorded
+	pending   map[string]bool               // the node's last log line is not in the event log yet
+	following map[string]context.CancelFunc // "node/log" streams running now, each with what ends it
+	seen      map[string]logPosition        // "node/log" lines read so far
+	boots     map[string]int                // "node/log": how many new boots were seen (a stream's position is of the boot it began in)
+	lastBoot  map[string]string             // each node's last boot ID seen
+	certWarns map[string]bool               // "node error" certificate warnings of etcd's recorded
 
 	narrMu   sync.Mutex
 	narrated int // the mode changes of the live evidence told so far
@@ -123,9 +124,10 @@ func NewObserver(ctx context.Context, nodes []target.Node, cfg *clientconfig.Con
 		kubeAnswers: map[string]kubeAnswer{},
 		lines:       map[string][]LogLine{},
 		pending:     map[string]bool{},
-		following:   map[string]bool{},
+		following:   map[string]context.CancelFunc{},
 		seen:        map[string]logPosition{},
 		boots:       map[string]int{},
+		lastBoot:    map[string]string{},
 		certWarns:   map[string]bool{},
 	}
 

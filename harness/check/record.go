@@ -116,6 +116,28 @@ func (o *Observer) narrate() {
 	}
 }
 
+// bootTransition tells the log followers of a node's new boot, whose
+// in-memory logs start again. Where the node says its boot ID, only another
+// one is a new boot: a node seen down may only be cut off (a partition, an
+// API too slow for a look) and still be writing the log its streams read. A
+// node that never said it (a talosconfig without os:admin) is taken to boot
+// anew when seen down, rebooting or resetting, as before boot IDs were read.
+func (o *Observer) bootTransition(n *history.NodeObservation) {
+	o.mu.Lock()
+	last := o.lastBoot[n.Name]
+	if n.BootID != "" {
+		o.lastBoot[n.Name] = n.BootID
+	}
+	o.mu.Unlock()
+
+	switch {
+	case n.BootID != "" && last != "" && n.BootID != last:
+		o.newBoot(n.Name, true)
+	case last == "" && n.BootID == "" && (n.Mode == history.ModeDown || n.Stage == "rebooting" || n.Stage == "resetting"):
+		o.newBoot(n.Name, false)
+	}
+}
+
 func (o *Observer) transitions(prev, cur *history.Observation) {
 	for _, n := range cur.Ordered() {
 		var p *history.NodeObservation
@@ -123,12 +145,7 @@ func (o *Observer) transitions(prev, cur *history.Observation) {
 			p = prev.Nodes[n.Name]
 		}
 
-		// A node seen going down or rebooting, or back with another boot ID
-		// (a reboot between two looks), starts new in-memory logs.
-		rebooted := p != nil && p.BootID != "" && n.BootID != "" && p.BootID != n.BootID
-		if n.Mode == history.ModeDown || n.Stage == "rebooting" || n.Stage == "resetting" || rebooted {
-			o.newBoot(n.Name)
-		}
+		o.bootTransition(n)
 
 		if n.Stage != "" && (p == nil || p.Stage != n.Stage) {
 			o.log.Add(n.Name, "node.stage", n.Stage)
