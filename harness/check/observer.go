@@ -24,7 +24,10 @@ import (
 // never looks behind the API, and derives nothing: what the run reacts to
 // while it goes on (state triggers, the narration of mode changes) is read
 // from the live fold of the history (judge.Live), the same the verdict is
-// drawn from.
+// drawn from. What it keeps of its own is its log followers' bookkeeping
+// (how far each log was read, each node's last boot ID: a new one means a
+// new log), which it needs on the look that sees a node, whether or not the
+// look is recorded.
 //
 // Its jobs, one file each: polling the nodes (poll.go), following their logs
 // (logs.go), recording what it sees and telling people (record.go).

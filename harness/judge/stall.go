@@ -1,7 +1,9 @@
 package judge
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/talchaos/talchaos/harness/clock"
@@ -9,8 +11,8 @@ import (
 )
 
 // stallVoids says why a failing verdict is void: the history records a
-// stall of the process of at least history.VoidingStall of Talos time. Empty when it
-// records none.
+// stall of the process of at least history.VoidingStall of Talos time. Empty
+// when it records none.
 func stallVoids(h history.History) string {
 	clk := clock.New(h.Scale)
 	voiding := h.VoidingStalls()
@@ -20,12 +22,7 @@ func stallVoids(h history.History) string {
 		return ""
 	}
 
-	longest := voiding[0]
-	for _, e := range voiding[1:] {
-		if e.Stall.DurationMs > longest.Stall.DurationMs {
-			longest = e
-		}
-	}
+	longest := slices.MaxFunc(voiding, func(a, b history.Entry) int { return cmp.Compare(a.Stall.DurationMs, b.Stall.DurationMs) })
 
 	d := stallOf(longest)
 	from := longest.At() - d

@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 
@@ -62,20 +61,14 @@ func TestFirstClusterReapsKilledBinariesLeftovers(t *testing.T) {
 func marked(t *testing.T, dir string) []string {
 	t.Helper()
 
-	entries, err := os.ReadDir(dir)
+	markers, err := filepath.Glob(filepath.Join(dir, scratch.Prefix+"*", scratch.MarkerFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	var out []string
-
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), scratch.Prefix) {
-			if _, err := os.Stat(filepath.Join(dir, e.Name(), scratch.MarkerFile)); err == nil {
-				out = append(out, filepath.Join(dir, e.Name()))
-			}
-		}
+	for i, m := range markers {
+		markers[i] = filepath.Dir(m)
 	}
 
-	return out
+	return markers
 }
