@@ -13,11 +13,25 @@ import (
 	"github.com/talchaos/talchaos/reports"
 )
 
-// nodeReset is a bootstrap in which, when cp3 has just joined etcd as a
-// learner, cp3 or the worker is reset (`talosctl reset`, graceful or not): it
-// comes back in maintenance, cp3's learner (graceful: false) still listed,
-// blocking every later join. (Reset as a voter of two, not gracefully, cp3
-// would take the quorum with it: nothing a bootstrap can mend.)
+// nodeReset is a bootstrap in which cp3 or the worker is reset (`talosctl
+// reset`, graceful or not) while cp3 is an etcd learner: it comes back in
+// maintenance, cp3's learner (its reset not graceful) still listed, blocking
+// every later join. (Reset as a voter of two, not gracefully, cp3 would take
+// the quorum with it: nothing a bootstrap can mend.)
+//
+// A graceful reset of cp3 is not among them: it leaves etcd first, and
+// whether that lands before the bootstrap ends is a race the bootstrap
+// sometimes wins. At the instant cp3's learner is added its member removal
+// can be dropped without an answer (proposed while the addition is still
+// pending, or before cp3's etcd has started), and Talos's leave waits out its
+// window (5 minutes on a real node, LeaveCluster) while cp3 is promoted and
+// the bootstrap converges with no reset (seen once in five make tests under
+// load); a little later, cp3 may be promoted within a quarter of a second
+// (a learner with little to catch up), the bootstrap ends, and the reset
+// lands after it, where nothing gives cp3 its configuration again (the run
+// fails, rightly). The sim's own tests cover the graceful leave
+// (TestGracefulResetLeavesEtcdOrAborts); the remedy is the same as for a
+// forced reset. The worker's graceful reset (drain, no leave) is here.
 const nodeReset = `apiVersion: talchaos/v1
 kind: Scenario
 name: node-reset-%[1]t
@@ -31,7 +45,7 @@ orchestrator:
   name: %[2]s
   bootstrapNode: cp1
 faults:
-  - {kind: reset-node, node: %[5]s, graceful: %[1]t, when: {node: cp3, state: learner}}
+  - {kind: reset-node, node: %[5]s, graceful: %[1]t, when: {node: cp3, state: %[7]s}}
 expect:
   within: %[6]s
   converged: %[3]t
@@ -52,21 +66,22 @@ var _ = Describe("a node reset during the bootstrap", func() {
 		maintenance  string
 		reset        string
 		within       string // the naive script waits for voters all of it
+		when         string // cp3's state when the reset comes
 	}{
-		{"resilient", false, true, "", "cp3", "30m"},
-		{"resilient", true, true, "", "cp3", "30m"},
-		{"resilient", false, true, "", "w1", "30m"},
-		{"naive", false, false, "cp3", "cp3", "12m"},
+		{"resilient", false, true, "", "cp3", "30m", "learner"},
+		{"resilient", true, true, "", "w1", "30m", "learner"},
+		{"resilient", false, true, "", "w1", "30m", "learner"},
+		{"naive", false, false, "cp3", "cp3", "12m", "learner"},
 	} {
 		seed := int64(41 + i)
 
 		It(fmt.Sprintf("%s, %s reset, graceful %t, seed %d", c.orchestrator, c.reset, c.graceful, seed), func(ctx SpecContext) {
-			sc, err := chaos.Parse("node-reset.yaml", []byte(fmt.Sprintf(nodeReset, c.graceful, c.orchestrator, c.converged, c.maintenance, c.reset, c.within)))
+			sc, err := chaos.Parse("node-reset.yaml", []byte(fmt.Sprintf(nodeReset, c.graceful, c.orchestrator, c.converged, c.maintenance, c.reset, c.within, c.when)))
 			Expect(err).NotTo(HaveOccurred())
 
 			res, err := runSim(ctx, sc, seed)
 			Expect(err).NotTo(HaveOccurred())
-			Expect(res.Verdict).To(Equal(result.Pass), "%s", reports.Summary(res))
+			Expect(res.Verdict).To(Equal(result.Pass), "%s\n%s's events:\n%s", reports.Summary(res), c.reset, eventsOf(res, c.reset))
 
 			var reapplied []string
 
@@ -78,10 +93,24 @@ var _ = Describe("a node reset during the bootstrap", func() {
 
 			if c.orchestrator == "resilient" {
 				Expect(res.Outcome.Voters).To(Equal(3))
-				Expect(reapplied).To(Equal([]string{c.reset}), "%s", reports.Summary(res))
+				Expect(reapplied).To(Equal([]string{c.reset}), "%s\n%s's events:\n%s", reports.Summary(res), c.reset, eventsOf(res, c.reset))
 			} else {
 				Expect(reapplied).To(BeEmpty())
 			}
 		}, SpecTimeout(3*time.Minute))
 	}
 })
+
+// eventsOf lists a node's events, one a line: what a failed spec shows of how
+// the node went through its reset.
+func eventsOf(res *result.Result, node string) string {
+	var b strings.Builder
+
+	for _, e := range res.Events {
+		if e.Node == node {
+			fmt.Fprintf(&b, "%7d ms %s %s\n", e.TMs, e.Kind, e.Msg)
+		}
+	}
+
+	return b.String()
+}
