@@ -69,15 +69,7 @@ CMD_FIRST := ^(TestRealTarget|TestReplay)
 # (the real target's, replay's, hunt's, nightly's, the sharded hunt's and
 # certify's). Under it they took 111 s of CPU, without it 32 s
 # (docs/measurements.md "Stop 44"): a tenth of what the three lanes share.
-#
-# Two more since stop 51 (CI ran make test in 982 s on a slower machine, over
-# the 15 minutes): the happy path run twice into one report name (55 s wall
-# under the detector, a whole 20x bootstrap twice) and the sharded hunt and
-# certify merged (40 s, whole scenarios per shard), both in the sim lane, the
-# longest; run's, hunt's and certify's code paths stay under the detector in
-# cmd/talchaos's other tests (TestExitsAreClean, TestHuntWritesItsReports,
-# TestCertifyClassifiesScripts).
-CMD_NORACE := ^(TestRealTargetMatchesSim|TestShardedNightlyMergesAsTheWorkflowDoes|TestHappyPathTwiceIntoItsOwnNameQuietly|TestShardedHuntAndCertifyMerge)$$
+CMD_NORACE := ^(TestRealTargetMatchesSim|TestShardedNightlyMergesAsTheWorkflowDoes)$$
 # The rest of cmd/talchaos: all but the two steps above.
 CMD_APART := $(CMD_FIRST)|$(CMD_NORACE)
 QUICK_PACKAGES = $$($(GO) list ./... | grep -v -e '/scenarios$$' -e '/sim/container$$' -e '/talchaos/sim$$' -e '/cmd/talchaos$$' -e '/examples/bootstrap$$')
