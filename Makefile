@@ -1,4 +1,6 @@
 # talchaos — see README.md.
+# bash: make test's steps time themselves with its time keyword (STEP).
+SHELL := /bin/bash
 GO       ?= go
 BIN      ?= bin/talchaos
 SCENARIO ?= too-many-learners
@@ -74,33 +76,37 @@ CMD_NORACE := ^(TestRealTargetMatchesSim|TestShardedNightlyMergesAsTheWorkflowDo
 CMD_APART := $(CMD_FIRST)|$(CMD_NORACE)
 QUICK_PACKAGES = $$($(GO) list ./... | grep -v -e '/scenarios$$' -e '/sim/container$$' -e '/talchaos/sim$$' -e '/cmd/talchaos$$' -e '/examples/bootstrap$$')
 
-# Each lane's steps say when they start and end (LANE_MARK), so that the
-# lanes can be balanced from any make test's output.
+# Each lane's steps say when they start and end (LANE_MARK), and what each
+# took in wall time and in CPU (STEP: bash's time, whose user and sys count
+# the step's processes and their children, the Kubernetes binaries a run
+# starts among them, but not the processes of the containers Docker runs),
+# so that the lanes can be balanced from any make test's output.
 LANE_MARK = @echo "[lane $@ $$(date +%T)]"
+STEP = TIMEFORMAT='[step $@ $(1): %0R s wall, %0U s user, %0S s sys]'; time
 
 test-lane-scenarios:
 	$(LANE_MARK) suite
-	$(MAKE) --no-print-directory test-scenarios
+	$(call STEP,suite) $(MAKE) --no-print-directory test-scenarios
 	$(LANE_MARK) packages
-	$(GO) test -count=1 -race -timeout 8m -p 1 ./examples/bootstrap $(QUICK_PACKAGES)
+	$(call STEP,packages) $(GO) test -count=1 -race -timeout 8m -p 1 ./examples/bootstrap $(QUICK_PACKAGES)
 	$(LANE_MARK) done
 
 test-lane-cmd:
 	$(LANE_MARK) cmd without the race detector
-	$(GO) test -count=1 -timeout 10m -run '$(CMD_NORACE)' ./cmd/talchaos
+	$(call STEP,cmd without the race detector) $(GO) test -count=1 -timeout 10m -run '$(CMD_NORACE)' ./cmd/talchaos
 	$(LANE_MARK) cmd real-target and replay
-	$(GO) test -count=1 -race -timeout 12m -run '$(CMD_FIRST)' -skip '$(CMD_NORACE)' ./cmd/talchaos
+	$(call STEP,cmd real-target and replay) $(GO) test -count=1 -race -timeout 12m -run '$(CMD_FIRST)' -skip '$(CMD_NORACE)' ./cmd/talchaos
 	$(LANE_MARK) containers
-	$(GO) test -count=1 -race -timeout 12m ./sim/container
+	$(call STEP,containers) $(GO) test -count=1 -race -timeout 12m ./sim/container
 	$(LANE_MARK) fuzz
-	nice -n 10 $(MAKE) --no-print-directory fuzz
+	$(call STEP,fuzz) nice -n 10 $(MAKE) --no-print-directory fuzz
 	$(LANE_MARK) done
 
 test-lane-sim:
 	$(LANE_MARK) sim
-	$(GO) test -count=1 -race -timeout 12m ./sim
+	$(call STEP,sim) $(GO) test -count=1 -race -timeout 12m ./sim
 	$(LANE_MARK) cmd
-	$(GO) test -count=1 -race -timeout 12m -skip '$(CMD_APART)' ./cmd/talchaos
+	$(call STEP,cmd) $(GO) test -count=1 -race -timeout 12m -skip '$(CMD_APART)' ./cmd/talchaos
 	$(LANE_MARK) done
 
 # Every package's tests, as one go test (what the lanes run, in one).
