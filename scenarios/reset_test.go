@@ -31,9 +31,9 @@ import (
 // lands after it, where nothing gives cp3 its configuration again (the run
 // fails, rightly). The sim's own tests cover the graceful leave
 // (TestGracefulResetLeavesEtcdOrAborts); the remedy is the same as for a
-// forced reset. The worker's graceful reset (no etcd member to leave) is
-// here; on the sim it goes down as the forced one does (its reset-node fault
-// runs no reset sequence, so no drain phase).
+// forced reset. The worker's graceful reset is here: its reset sequence
+// (the reset-node fault runs it, as talosctl reset does) has no etcd member
+// to leave, and its drain finds no Kubernetes in this cluster.
 const nodeReset = `apiVersion: talchaos/v1
 kind: Scenario
 name: node-reset-%[1]t

@@ -489,16 +489,64 @@ func TestGracefulResetLeavesEtcdOrAborts(t *testing.T) {
 		return nil
 	})
 
-	// Still there, still a member.
+	// Still there, still a member, and saying "rebooting": machined's
+	// status controller takes the failed sequence's FATAL error as a
+	// reboot (machine_status.go: "fatal errors lead to reboot"), which the
+	// Reset API does not do.
 	if err := etcdHealthy(ctx, c1, true); err != nil {
 		t.Errorf("after the failed reset: %v", err)
 	}
+
+	eventually(t, 30*time.Second, func() error {
+		ms, err := safe.StateGetByID[*runtime.MachineStatus](ctx, c1.COSI, runtime.MachineStatusID)
+		if err != nil {
+			return err
+		}
+
+		if st := ms.TypedSpec().Stage; st != runtime.MachineStageRebooting {
+			return fmt.Errorf("stage %s after the failed reset, want rebooting", st)
+		}
+
+		return nil
+	})
 
 	// A second member leaves when reset gracefully.
 	apply(t, ctx, cp2)
 	waitVoters(t, ctx, c1, 2)
 
 	c2 := secureAt(t, ctx, c, cp2.Endpoint)
+
+	// Its stages, as a watch on it sees them until its API goes away.
+	stages := make(chan []runtime.MachineStage, 1)
+	wctx, wcancel := context.WithCancel(ctx)
+	defer wcancel()
+
+	ch := make(chan safe.WrappedStateEvent[*runtime.MachineStatus], 64)
+	if err := safe.StateWatch(wctx, c2.COSI, runtime.NewMachineStatus().Metadata(), ch); err != nil {
+		t.Fatalf("watch on %s: %v", cp2.Name, err)
+	}
+
+	go func() {
+		var seen []runtime.MachineStage
+
+		defer func() { stages <- seen }()
+
+		for {
+			select {
+			case <-wctx.Done():
+				return
+			case ev := <-ch:
+				r, err := ev.Resource()
+				if err != nil {
+					return
+				}
+
+				if st := r.TypedSpec().Stage; len(seen) == 0 || seen[len(seen)-1] != st {
+					seen = append(seen, st)
+				}
+			}
+		}
+	}()
 
 	// etcd refuses to remove a member it has not seen connected for 5 s
 	// ("unhealthy cluster"): LeaveCluster retries that.
@@ -518,6 +566,23 @@ func TestGracefulResetLeavesEtcdOrAborts(t *testing.T) {
 
 		return nil
 	})
+
+	// It said "resetting" from the sequence's start, while it left etcd
+	// (machine_status.go: the reset sequence's START), not only as it went.
+	// The watch ends when its API does, a moment after the leave.
+	var seen []runtime.MachineStage
+
+	select {
+	case seen = <-stages:
+	case <-time.After(30 * time.Second):
+		wcancel()
+
+		seen = <-stages
+	}
+
+	if !slices.Contains(seen, runtime.MachineStageResetting) {
+		t.Errorf("%s's stages while it reset: %v, want resetting among them", cp2.Name, seen)
+	}
 }
 
 // configuredNode is a one-node cluster's node, configured, and a talosconfig

@@ -480,7 +480,7 @@ func (n *Node) Reboot(actorID string) error {
 			return
 		}
 
-		n.powerCycle(cycle{})
+		n.powerCycle(cycle{sequenced: true})
 	})
 
 	return nil
@@ -496,15 +496,13 @@ func (n *Node) Shutdown(force bool, actorID string) error {
 		ctx := n.bootCtx
 		n.mu.Unlock()
 
-		n.setStage(runtime.MachineStageShuttingDown)
-
 		if err := n.runSequence(ctx, "shutdown", n.shutdownPhases(force), actorID); err != nil {
 			n.machined.Printf("shutdown failed: %s", err)
 
 			return
 		}
 
-		n.powerCycle(cycle{halt: true, stage: runtime.MachineStageShuttingDown})
+		n.powerCycle(cycle{halt: true, sequenced: true})
 	})
 
 	return nil
@@ -540,6 +538,26 @@ func (n *Node) Reset(req *machine.ResetRequest, actorID string) error {
 		}
 	}
 
+	return n.reset(req.GetGraceful(), req.GetReboot(), wipe, actorID)
+}
+
+// errDown is a reset asked of a node that is down: on a real node the call
+// cannot reach it.
+var errDown = errors.New("the node is down")
+
+// reset runs the reset sequence after the reply's grace, as the API's Reset
+// does (v1alpha1_server.go: the sequence in a goroutine, its failure only
+// logged), and then takes the node down, wiping what wipe says. The reset
+// fault comes here too, as the real target's does through the API.
+func (n *Node) reset(graceful, reboot bool, wipe wipeMode, actorID string) error {
+	n.mu.Lock()
+	booted := n.booted
+	n.mu.Unlock()
+
+	if !booted {
+		return errDown
+	}
+
 	n.c.wg.Go(func() {
 		n.replyGrace()
 
@@ -549,13 +567,13 @@ func (n *Node) Reset(req *machine.ResetRequest, actorID string) error {
 
 		// The sequence leaves etcd itself (its leave phase); its failure
 		// leaves the node as it is.
-		if err := n.runSequence(ctx, "reset", n.resetPhases(req.GetGraceful(), req.GetReboot()), actorID); err != nil {
+		if err := n.runSequence(ctx, "reset", n.resetPhases(graceful, reboot), actorID); err != nil {
 			n.machined.Printf("reset failed: %s", err)
 
 			return
 		}
 
-		n.powerCycle(cycle{wipe: wipe, halt: !req.GetReboot()})
+		n.powerCycle(cycle{wipe: wipe, halt: !reboot, sequenced: true})
 	})
 
 	return nil
@@ -614,23 +632,17 @@ func (n *Node) leaveForReset() error {
 	return nil
 }
 
-// leavePhase is the leave phase's number in a graceful reset of a control
-// plane on metal (v1alpha1_sequencer.go Reset: drain, cleanup, dbus, leave).
-const leavePhase = 4
-
 // cycle is how a node goes down and what comes back.
 type cycle struct {
 	// wipe is what is erased while it is down.
 	wipe wipeMode
-	// graceful: a control plane leaves etcd first (a graceful reset).
-	graceful bool
 	// halt: it stays down (powered off, or a reset without reboot).
 	halt bool
 	// cut: the power is cut; etcd gets no SIGTERM, no leadership transfer.
 	cut bool
-	// stage is the machine's stage while it goes down, when not the one
-	// the cycle implies (an upgrade's reboot).
-	stage runtime.MachineStage
+	// sequenced: a sequence took the node down, and its events set the
+	// stage (runSequence), which the cycle keeps.
+	sequenced bool
 }
 
 // powerCycle takes the node down (services stopped, API closed), erases what
@@ -645,26 +657,15 @@ func (n *Node) powerCycle(c cycle) {
 	n.powerCut.Store(c.cut)
 	defer n.powerCut.Store(false)
 
-	if c.graceful && n.role == target.ControlPlane {
-		if err := n.leaveForReset(); err != nil {
-			// The sequencer's task and phase errors (v1alpha1_controller.go).
-			n.machined.Printf("task leaveEtcd (1/1): failed: %s", err)
-			n.machined.Printf("error running phase %d in reset sequence: task 1/1: failed, %s", leavePhase, err)
-
-			return
+	if !c.sequenced {
+		stage := runtime.MachineStageRebooting
+		if wipe != wipeNothing {
+			stage = runtime.MachineStageResetting
 		}
+
+		n.setStage(stage)
 	}
 
-	stage := runtime.MachineStageRebooting
-	if wipe != wipeNothing {
-		stage = runtime.MachineStageResetting
-	}
-
-	if c.stage != 0 {
-		stage = c.stage
-	}
-
-	n.setStage(stage)
 	n.shutdown()
 
 	// A boot starts from the persisted config: a staged one takes effect, a

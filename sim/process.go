@@ -43,7 +43,12 @@ func (c *Cluster) Process(ctx context.Context, node string, op target.ProcessOp)
 
 		return noop, nil
 	case target.ResetGraceful, target.ResetForced:
-		c.wg.Go(func() { n.powerCycle(cycle{wipe: wipeAll, graceful: op == target.ResetGraceful}) })
+		// As on the real target (a Reset call, rebooting, both partitions
+		// wiped): the reset sequence with its events and stages, and a
+		// graceful one's drain and leave.
+		if err := n.reset(op == target.ResetGraceful, true, wipeAll, ""); err != nil {
+			return nil, fmt.Errorf("reset %s: %w", node, err)
+		}
 
 		return noop, nil
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/siderolabs/talos/pkg/machinery/api/common"
 	"github.com/siderolabs/talos/pkg/machinery/api/machine"
+	"github.com/siderolabs/talos/pkg/machinery/resources/runtime"
 
 	"github.com/talchaos/talchaos/harness/target"
 )
@@ -24,6 +25,17 @@ type phase struct {
 // apid there, so no later event reaches a client, and the node goes down.
 var errGoingDown = errors.New("going down")
 
+// sequenceStages is the stage machined's MachineStatusController sets when a
+// sequence the sim runs starts (controllers/runtime/machine_status.go,
+// v1.12.6): a node says it is going down from the sequence's start, while a
+// graceful reset drains and leaves etcd, not only when it goes.
+var sequenceStages = map[string]runtime.MachineStage{
+	"reboot":   runtime.MachineStageRebooting,
+	"shutdown": runtime.MachineStageShuttingDown,
+	"reset":    runtime.MachineStageResetting,
+	"upgrade":  runtime.MachineStageUpgrading,
+}
+
 // runSequence runs phases as machined's controller does (runtime/v1alpha1/
 // v1alpha1_controller.go run, runPhase, runTask, v1.12.6): the sequence's,
 // each phase's and each task's start and stop published as events for
@@ -36,6 +48,10 @@ func (n *Node) runSequence(ctx context.Context, seq string, phases []phase, acto
 	start := time.Now()
 
 	ev.Publish(&machine.SequenceEvent{Sequence: seq, Action: machine.SequenceEvent_START}, actorID)
+
+	if stage, ok := sequenceStages[seq]; ok {
+		n.setStage(stage)
+	}
 	n.machined.Printf("%s sequence: %d phase(s)", seq, len(phases))
 
 	for i, p := range phases {
@@ -44,6 +60,11 @@ func (n *Node) runSequence(ctx context.Context, seq string, phases []phase, acto
 
 		n.machined.Printf("phase %s (%s): %d tasks(s)", p.name, progress, 1)
 		ev.Publish(&machine.PhaseEvent{Phase: p.name, Action: machine.PhaseEvent_START}, actorID)
+
+		// An upgrade's kexec phase: the controller's stage is rebooting.
+		if seq == "upgrade" && p.name == "kexec" {
+			n.setStage(runtime.MachineStageRebooting)
+		}
 		ev.Publish(&machine.TaskEvent{Task: p.task, Action: machine.TaskEvent_START}, actorID)
 		n.machined.Printf("task %s (1/1): starting", p.task)
 
@@ -81,6 +102,14 @@ func (n *Node) runSequence(ctx context.Context, seq string, phases []phase, acto
 				Action:   machine.SequenceEvent_NOOP,
 				Error:    &common.Error{Code: code, Message: "sequence failed: " + failed.Error()},
 			}, actorID)
+
+			// "fatal errors lead to reboot", says the controller, and sets
+			// the stage rebooting; nothing reboots the node (the API's
+			// Reset only logs the failure), so it says so until its next
+			// boot: a failed graceful reset reads "rebooting", and stays up.
+			if code == common.Code_FATAL {
+				n.setStage(runtime.MachineStageRebooting)
+			}
 
 			return failed
 		}

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/siderolabs/talos/pkg/machinery/api/machine"
-	"github.com/siderolabs/talos/pkg/machinery/resources/runtime"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/talchaos/talchaos/fakes/talosapi"
@@ -59,8 +58,6 @@ func (n *Node) runUpgrade(req *machine.UpgradeRequest, actorID string) {
 		return
 	}
 
-	n.setStage(runtime.MachineStageUpgrading)
-
 	var phases []phase
 
 	if n.registers() {
@@ -96,7 +93,7 @@ func (n *Node) runUpgrade(req *machine.UpgradeRequest, actorID string) {
 		return
 	}
 
-	n.powerCycle(cycle{stage: runtime.MachineStageUpgrading})
+	n.powerCycle(cycle{sequenced: true})
 }
 
 // stopServicesForUpgrade is StopServicesEphemeral: stopping CRI stops what
