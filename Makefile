@@ -7,7 +7,7 @@ SCENARIO ?= too-many-learners
 SEED     ?= 1
 REPORT   ?= talchaos-report
 
-.PHONY: all build run test test-lane-scenarios test-lane-cmd test-lane-sim test-packages test-scenarios fuzz test-long lint bench bench-go clean kube
+.PHONY: all build run test test-lane-scenarios test-lane-cmd test-lane-sim test-lane-norace test-packages test-scenarios fuzz test-long lint bench bench-go clean kube
 
 all: build
 
@@ -46,23 +46,27 @@ FUZZMIN  ?= 20x
 
 test: lint kube
 	@echo "[lanes start $$(date +%T)]"
-	$(MAKE) --no-print-directory -j3 test-lane-scenarios test-lane-cmd test-lane-sim
+	$(MAKE) --no-print-directory -j4 test-lane-scenarios test-lane-sim test-lane-cmd test-lane-norace
 
-# make test runs in three lanes side by side, each about 10.5 minutes on
-# stop 44's 2 cores with warm caches (the same tree took 14 on stop 43's),
-# balanced by measurement (docs/measurements.md, "Stop 34", "Stop 39", "Stop
-# 43" and "Stop 44"): the scenario suite (two processes), then the example
-# bootstrap's certification and the quick packages; cmd/talchaos's two tests
-# without the race detector (below: mostly waiting, about 3.5 minutes), its
-# real-target and replay tests, then the containers', then the fuzzers (on a
-# fresh machine building the fuzzers' instrumented test binaries takes about
-# 1.5 minutes, measured in docs/measurements.md "Stop 41"; they count
-# inputs, no window of theirs is timed, so they build and run at a lower
-# priority than the runs beside them, whose Talos minutes are seconds); the
-# sim's, then the rest of cmd/talchaos's. Four test processes at a time, as
+# make test runs in lanes side by side, balanced by measurement
+# (docs/measurements.md, "Stop 34", "Stop 39", "Stop 43", "Stop 44" and
+# "Stop 52"): the scenario suite (two processes), then the example
+# bootstrap's certification and the quick packages; the sim's tests, then
+# cmd/talchaos's real-target and replay tests; the containers', the rest of
+# cmd/talchaos's, then the fuzzers (on a fresh machine building the fuzzers'
+# instrumented test binaries takes about 1.5 minutes, measured in
+# docs/measurements.md "Stop 41"; they count inputs, no window of theirs is
+# timed, so they build and run at a lower priority than the runs beside
+# them, whose Talos minutes are seconds); and, a lane of its own,
+# cmd/talchaos's two tests without the race detector (below: about four
+# minutes, mostly waiting on their runs' timers, a quarter of a core).
+# The steps mostly wait too: at stop 52, on a fresh machine, three lanes used
+# 1.4 cores in all (each step's CPU is in make test's output), so the
+# waiting step got a lane rather than holding up the one it was in. Four
+# CPU-heavy test processes at a time, the suite's two among them, is as
 # many as 2 cores carry without starving the runs' windows: three packages
 # at once beside the suite's two processes ran the machine at load 16 and
-# lost Kubernetes built-ins, sim and cmd to their deadlines.
+# lost Kubernetes built-ins, sim and cmd to their deadlines (stop 34).
 CMD_FIRST := ^(TestRealTarget|TestReplay)
 # Two of cmd/talchaos's tests run without the race detector: each runs
 # whole scenarios again and again (the real target against the sim, three
@@ -70,7 +74,7 @@ CMD_FIRST := ^(TestRealTarget|TestReplay)
 # code paths under the detector in the tests that run one scenario each
 # (the real target's, replay's, hunt's, nightly's, the sharded hunt's and
 # certify's). Under it they took 111 s of CPU, without it 32 s
-# (docs/measurements.md "Stop 44"): a tenth of what the three lanes share.
+# (docs/measurements.md "Stop 44"): a tenth of what make test's lanes shared then.
 CMD_NORACE := ^(TestRealTargetMatchesSim|TestShardedNightlyMergesAsTheWorkflowDoes)$$
 # The rest of cmd/talchaos: all but the two steps above.
 CMD_APART := $(CMD_FIRST)|$(CMD_NORACE)
@@ -91,22 +95,25 @@ test-lane-scenarios:
 	$(call STEP,packages) $(GO) test -count=1 -race -timeout 8m -p 1 ./examples/bootstrap $(QUICK_PACKAGES)
 	$(LANE_MARK) done
 
-test-lane-cmd:
-	$(LANE_MARK) cmd without the race detector
-	$(call STEP,cmd without the race detector) $(GO) test -count=1 -timeout 10m -run '$(CMD_NORACE)' ./cmd/talchaos
+test-lane-sim:
+	$(LANE_MARK) sim
+	$(call STEP,sim) $(GO) test -count=1 -race -timeout 12m ./sim
 	$(LANE_MARK) cmd real-target and replay
 	$(call STEP,cmd real-target and replay) $(GO) test -count=1 -race -timeout 12m -run '$(CMD_FIRST)' -skip '$(CMD_NORACE)' ./cmd/talchaos
+	$(LANE_MARK) done
+
+test-lane-cmd:
 	$(LANE_MARK) containers
 	$(call STEP,containers) $(GO) test -count=1 -race -timeout 12m ./sim/container
+	$(LANE_MARK) cmd
+	$(call STEP,cmd) $(GO) test -count=1 -race -timeout 12m -skip '$(CMD_APART)' ./cmd/talchaos
 	$(LANE_MARK) fuzz
 	$(call STEP,fuzz) nice -n 10 $(MAKE) --no-print-directory fuzz
 	$(LANE_MARK) done
 
-test-lane-sim:
-	$(LANE_MARK) sim
-	$(call STEP,sim) $(GO) test -count=1 -race -timeout 12m ./sim
-	$(LANE_MARK) cmd
-	$(call STEP,cmd) $(GO) test -count=1 -race -timeout 12m -skip '$(CMD_APART)' ./cmd/talchaos
+test-lane-norace:
+	$(LANE_MARK) cmd without the race detector
+	$(call STEP,cmd without the race detector) $(GO) test -count=1 -timeout 10m -run '$(CMD_NORACE)' ./cmd/talchaos
 	$(LANE_MARK) done
 
 # Every package's tests, as one go test (what the lanes run, in one).
