@@ -7,7 +7,7 @@ SCENARIO ?= too-many-learners
 SEED     ?= 1
 REPORT   ?= talchaos-report
 
-.PHONY: all build run test test-lane-scenarios test-lane-cmd test-lane-sim test-lane-norace test-packages test-scenarios fuzz test-long lint bench bench-go clean kube
+.PHONY: all build run test test-lane-scenarios test-lane-cmd test-lane-sim test-lane-containers test-step-norace test-packages test-scenarios fuzz test-long lint bench bench-go clean kube
 
 all: build
 
@@ -46,27 +46,32 @@ FUZZMIN  ?= 20x
 
 test: lint kube
 	@echo "[lanes start $$(date +%T)]"
-	$(MAKE) --no-print-directory -j4 test-lane-scenarios test-lane-sim test-lane-cmd test-lane-norace
+	$(MAKE) --no-print-directory -j4 test-lane-scenarios test-lane-sim test-lane-containers test-lane-cmd
 
 # make test runs in lanes side by side, balanced by measurement
 # (docs/measurements.md, "Stop 34", "Stop 39", "Stop 43", "Stop 44" and
 # "Stop 52"): the scenario suite (two processes), then the example
 # bootstrap's certification and the quick packages; the sim's tests, then
-# cmd/talchaos's real-target and replay tests; the containers', the rest of
-# cmd/talchaos's, then the fuzzers (on a fresh machine building the fuzzers'
-# instrumented test binaries takes about 1.5 minutes, measured in
-# docs/measurements.md "Stop 41"; they count inputs, no window of theirs is
-# timed, so they build and run at a lower priority than the runs beside
-# them, whose Talos minutes are seconds); and, a lane of its own,
-# cmd/talchaos's two tests without the race detector (below: about four
-# minutes, mostly waiting on their runs' timers, a quarter of a core).
-# The steps mostly wait too: at stop 52, on a fresh machine, three lanes used
-# 1.4 cores in all (each step's CPU is in make test's output), so the
-# waiting step got a lane rather than holding up the one it was in. Four
-# CPU-heavy test processes at a time, the suite's two among them, is as
-# many as 2 cores carry without starving the runs' windows: three packages
-# at once beside the suite's two processes ran the machine at load 16 and
-# lost Kubernetes built-ins, sim and cmd to their deadlines (stop 34).
+# cmd/talchaos's real-target and replay tests; and cmd/talchaos's two tests
+# without the race detector (below: about four minutes, mostly waiting on
+# their runs' timers, a quarter of a core), after which two lanes go on
+# side by side: the containers' tests, then the fuzzers (on a fresh machine
+# building the fuzzers' instrumented test binaries takes about 1.5 minutes,
+# measured in docs/measurements.md "Stop 41"; they count inputs, no window
+# of theirs is timed, so they build and run at a lower priority than the
+# runs beside them, whose Talos minutes are seconds); and the rest of
+# cmd/talchaos's.
+#
+# The steps mostly wait: at stop 52, on a fresh machine, three lanes used
+# 1.4 cores in all (each step's CPU is in make test's output). Only one
+# step compiles the race detector's build of the dependencies at first (the
+# sim's): go test processes do not share a build in progress, and the
+# containers' step started beside the sim's compiled it a second time, both
+# slower by minutes (stop 52). Three packages at once beside the suite's
+# two processes ran the machine at load 16 and lost Kubernetes built-ins,
+# sim and cmd to their deadlines at stop 34, before Step 14 cut the CPU a
+# verdict costs; at stop 52 that many, once the no-race step is done, ran
+# green.
 CMD_FIRST := ^(TestRealTarget|TestReplay)
 # Two of cmd/talchaos's tests run without the race detector: each runs
 # whole scenarios again and again (the real target against the sim, three
@@ -102,19 +107,21 @@ test-lane-sim:
 	$(call STEP,cmd real-target and replay) $(GO) test -count=1 -race -timeout 12m -run '$(CMD_FIRST)' -skip '$(CMD_NORACE)' ./cmd/talchaos
 	$(LANE_MARK) done
 
-test-lane-cmd:
+test-lane-containers: test-step-norace
 	$(LANE_MARK) containers
 	$(call STEP,containers) $(GO) test -count=1 -race -timeout 12m ./sim/container
-	$(LANE_MARK) cmd
-	$(call STEP,cmd) $(GO) test -count=1 -race -timeout 12m -skip '$(CMD_APART)' ./cmd/talchaos
 	$(LANE_MARK) fuzz
 	$(call STEP,fuzz) nice -n 10 $(MAKE) --no-print-directory fuzz
 	$(LANE_MARK) done
 
-test-lane-norace:
+test-lane-cmd: test-step-norace
+	$(LANE_MARK) cmd
+	$(call STEP,cmd) $(GO) test -count=1 -race -timeout 12m -skip '$(CMD_APART)' ./cmd/talchaos
+	$(LANE_MARK) done
+
+test-step-norace:
 	$(LANE_MARK) cmd without the race detector
 	$(call STEP,cmd without the race detector) $(GO) test -count=1 -timeout 10m -run '$(CMD_NORACE)' ./cmd/talchaos
-	$(LANE_MARK) done
 
 # Every package's tests, as one go test (what the lanes run, in one).
 test-packages:
