@@ -507,6 +507,11 @@ func TestGracefulResetLeavesEtcdOrAborts(t *testing.T) {
 			return fmt.Errorf("stage %s after the failed reset, want rebooting", st)
 		}
 
+		// No readiness checks outside booting and running.
+		if s := ms.TypedSpec().Status; !s.Ready || len(s.UnmetConditions) > 0 {
+			return fmt.Errorf("status ready=%v %+v while rebooting, want ready with nothing unmet", s.Ready, s.UnmetConditions)
+		}
+
 		return nil
 	})
 

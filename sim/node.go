@@ -94,6 +94,9 @@ type Node struct {
 	powerMu sync.Mutex
 	// powerCut is set while the node goes down without a clean shutdown.
 	powerCut atomic.Bool
+	// statusMu orders the MachineStatus writes: a stage set by a sequence
+	// is not overwritten by a health refresh computed before it.
+	statusMu sync.Mutex
 
 	mu       sync.Mutex
 	exitCode int // the running etcd's exit code once it dies abnormally: 137 killed, 2 Go panic
@@ -109,7 +112,6 @@ type Node struct {
 	accepting   bool
 	booted      bool
 	stage       runtime.MachineStage
-	ready       bool
 	bootAllowed bool
 	etcdRun     *etcdRun
 	kubelet     *service
@@ -745,7 +747,6 @@ func (n *Node) boot() error {
 	n.bootID = uuid.New().String()
 	n.bootCtx, n.bootCancel = ctx, cancel
 	n.booted = true
-	n.ready = false
 	n.persistedNow = nil // machined's resources are in memory
 	hasConfig := n.cfg != nil
 	n.mu.Unlock()
@@ -989,23 +990,35 @@ func (n *Node) refreshStatus() {
 		stage = runtime.MachineStageRunning
 	}
 
+	n.statusMu.Lock()
+	defer n.statusMu.Unlock()
+
+	// A sequence may have moved the stage on while the checks ran (it
+	// starts with the services still up): its stage stands.
 	n.mu.Lock()
-	if n.stage == runtime.MachineStageBooting || n.stage == runtime.MachineStageRunning {
+	moved := n.stage != runtime.MachineStageBooting && n.stage != runtime.MachineStageRunning
+	if !moved {
 		n.stage = stage
 	}
-	n.ready = ready
 	n.mu.Unlock()
 
-	n.writeMachineStatus(stage, ready, unmet)
+	if !moved {
+		n.writeMachineStatus(stage, ready, unmet)
+	}
 }
 
+// setStage sets the machine's stage. Outside booting and running machined
+// checks nothing (machine_status.go getReadinessChecks): the status is ready,
+// with no unmet conditions, while a node resets, reboots or upgrades.
 func (n *Node) setStage(stage runtime.MachineStage) {
+	n.statusMu.Lock()
+	defer n.statusMu.Unlock()
+
 	n.mu.Lock()
 	n.stage = stage
-	n.ready = false
 	n.mu.Unlock()
 
-	n.writeMachineStatus(stage, stage == runtime.MachineStageMaintenance, nil)
+	n.writeMachineStatus(stage, stage != runtime.MachineStageBooting && stage != runtime.MachineStageRunning, nil)
 }
 
 // writeMachineStatus updates the COSI MachineStatus resource.
