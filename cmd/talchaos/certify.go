@@ -175,7 +175,7 @@ func runCertify(cmd *cobra.Command, command []string, opts certifyOptions) error
 		}
 	}
 
-	reapLeftovers(cmd.ErrOrStderr())
+	defer guardRun(cmd.ErrOrStderr())()
 
 	byName := map[string]certifyPick{}
 	names := make([]string, len(picked))

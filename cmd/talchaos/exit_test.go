@@ -141,8 +141,9 @@ func TestExitsAreClean(t *testing.T) {
 		assertNothingLeft(t, tmp, run)
 	})
 
-	// A SIGKILLed run cleans nothing: the next one does.
-	t.Run("run/SIGKILL then another run", func(t *testing.T) {
+	// A SIGKILLed run cleans nothing; its watchdog does, at once: the temp
+	// dirs with their keys and etcd data, the exec command's child.
+	t.Run("run/SIGKILL: its watchdog reaps", func(t *testing.T) {
 		tmp := privateTmp(t)
 
 		p := startCLI(t, bin, tmp, "run", execScenario(t, `sleep 600 & echo "started $$ $!"; sleep 600`), "--report-dir", filepath.Join(t.TempDir(), "report"))
@@ -152,6 +153,42 @@ func TestExitsAreClean(t *testing.T) {
 		command, child := execPids(t, line)
 		killAtEnd(t, child)
 
+		if w := watchdogs(tmp); len(w) != 1 {
+			t.Fatalf("watchdogs of the run: %v, want one", w)
+		}
+
+		p.signal(syscall.SIGKILL)
+		p.wait(t, -1)
+
+		waitGone(t, command, "the exec command")
+		waitGone(t, child, "the killed run's grandchild")
+		eventually(t, "the watchdog's reap", func() error {
+			if left, _ := filepath.Glob(filepath.Join(tmp, "talchaos-*")); len(left) > 0 { //nolint:errcheck
+				return fmt.Errorf("left in TMPDIR: %v", left)
+			}
+
+			if w := watchdogs(tmp); len(w) > 0 {
+				return fmt.Errorf("watchdog %v still runs", w)
+			}
+
+			return nil
+		})
+		assertNothingLeft(t, tmp, killed)
+	})
+
+	// A run SIGKILLed together with its watchdog (kill -9 -1, the OOM
+	// killer) cleans nothing: the next one does.
+	t.Run("run/SIGKILL with its watchdog then another run", func(t *testing.T) {
+		tmp := privateTmp(t)
+
+		p := startCLI(t, bin, tmp, "run", execScenario(t, `sleep 600 & echo "started $$ $!"; sleep 600`), "--report-dir", filepath.Join(t.TempDir(), "report"))
+		line := p.waitFor(t, execStarted)
+
+		killed := runIDIn(t, tmp)
+		command, child := execPids(t, line)
+		killAtEnd(t, child)
+
+		killWatchdog(t, tmp)
 		p.signal(syscall.SIGKILL)
 		p.wait(t, -1)
 
@@ -305,15 +342,33 @@ func TestExitsAreClean(t *testing.T) {
 		assertNothingLeft(t, tmp, "")
 	})
 
-	// A SIGKILLed up leaves its keys in --dir: the next talchaos removes them
-	// (a reap of the temp dirs, or the next up of that --dir), the user's
-	// files stay, and the next up starts.
+	// A SIGKILLed up leaves its keys in --dir; its watchdog removes them at
+	// once, and the user's files stay. Killed with its watchdog, the next
+	// talchaos removes them (a reap of the temp dirs, or the next up of that
+	// --dir), and the next up starts.
 	t.Run("up/--dir SIGKILL then up again", func(t *testing.T) {
 		tmp := privateTmp(t)
 		dir := userDir(t)
 
 		p := startCLI(t, bin, tmp, "up", "--dir", dir, "--time-scale", "60")
 		p.waitFor(t, upRunning)
+		p.signal(syscall.SIGKILL)
+		p.wait(t, -1)
+
+		eventually(t, "the watchdog's reap of --dir", func() error {
+			entries, err := os.ReadDir(dir)
+			if err == nil && (len(entries) != 1 || watchdogs(tmp) != nil) {
+				err = fmt.Errorf("%s holds %v; watchdogs %v", dir, entries, watchdogs(tmp))
+			}
+
+			return err
+		})
+		onlyUsersFile(t, dir, "after the watchdog")
+		assertNothingLeft(t, tmp, "")
+
+		p = startCLI(t, bin, tmp, "up", "--dir", dir, "--time-scale", "60")
+		p.waitFor(t, upRunning)
+		killWatchdog(t, tmp)
 		p.signal(syscall.SIGKILL)
 		p.wait(t, -1)
 
@@ -330,6 +385,7 @@ func TestExitsAreClean(t *testing.T) {
 		// A killed up again; this time the next up of the same --dir reaps it.
 		p = startCLI(t, bin, tmp, "up", "--dir", dir, "--time-scale", "60")
 		p.waitFor(t, upRunning)
+		killWatchdog(t, tmp)
 		p.signal(syscall.SIGKILL)
 		p.wait(t, -1)
 
@@ -749,16 +805,7 @@ func carriers(run string) []int {
 
 // gone reports whether pid no longer runs (a zombie waiting for its reaper
 // does not run).
-func gone(pid int) bool {
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return true
-	}
-
-	i := bytes.LastIndexByte(stat, ')')
-
-	return i >= 0 && i+2 < len(stat) && (stat[i+2] == 'Z' || stat[i+2] == 'X')
-}
+func gone(pid int) bool { return !scratch.Alive(pid) }
 
 func waitGone(t *testing.T, pid int, what string) {
 	t.Helper()
@@ -795,13 +842,80 @@ func waitForGlob(t *testing.T, pattern string) {
 	}
 }
 
-// assertNothingLeft checks that no talchaos dir is left in tmp and no process
-// carries the run id.
+// watchdogs are the live watchdog processes of runs started with TMPDIR=tmp:
+// their environment carries both.
+func watchdogs(tmp string) []int {
+	entries, _ := os.ReadDir("/proc") //nolint:errcheck
+
+	var out []int
+
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+
+		environ, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+		if err != nil || gone(pid) {
+			continue
+		}
+
+		var inTmp, watchdog bool
+
+		for v := range bytes.SplitSeq(environ, []byte{0}) {
+			inTmp = inTmp || string(v) == "TMPDIR="+tmp
+			watchdog = watchdog || bytes.HasPrefix(v, []byte(scratch.WatchdogEnv+"="))
+		}
+
+		if inTmp && watchdog {
+			out = append(out, pid)
+		}
+	}
+
+	return out
+}
+
+// killWatchdog SIGKILLs the watchdog of the run started with TMPDIR=tmp, so
+// that what the run leaves when it is killed too stays for the next run.
+func killWatchdog(t *testing.T, tmp string) {
+	t.Helper()
+
+	w := watchdogs(tmp)
+	if len(w) != 1 {
+		t.Fatalf("watchdogs of runs in %s: %v, want one", tmp, w)
+	}
+
+	syscall.Kill(w[0], syscall.SIGKILL) //nolint:errcheck
+	waitGone(t, w[0], "the run's watchdog")
+}
+
+// eventually retries check until it passes or 30 s have gone by.
+func eventually(t *testing.T, what string, check func() error) {
+	t.Helper()
+
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		err := check()
+		if err == nil {
+			return
+		}
+
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+}
+
+// assertNothingLeft checks that no talchaos dir is left in tmp, no watchdog
+// of a run in tmp runs, and no process carries the run id.
 func assertNothingLeft(t *testing.T, tmp, run string) {
 	t.Helper()
 
 	if left, _ := filepath.Glob(filepath.Join(tmp, "talchaos-*")); len(left) > 0 { //nolint:errcheck
 		t.Errorf("left in TMPDIR: %v", left)
+	}
+
+	if left := watchdogs(tmp); len(left) > 0 {
+		t.Errorf("watchdogs still running: %v", left)
 	}
 
 	if run == "" {

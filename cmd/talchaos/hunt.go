@@ -140,7 +140,7 @@ func runHunt(cmd *cobra.Command, arg string, opts huntOptions) (*reports.Hunt, e
 		}
 	}
 
-	reapLeftovers(cmd.ErrOrStderr())
+	defer guardRun(cmd.ErrOrStderr())()
 
 	if !sh.Whole() {
 		plan := shard.NewPlan(sh, []string{sc.Name}, seeds)

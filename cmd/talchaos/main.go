@@ -21,6 +21,7 @@ import (
 	"github.com/talchaos/talchaos/harness/result"
 	"github.com/talchaos/talchaos/harness/scratch"
 	"github.com/talchaos/talchaos/sim"
+	"github.com/talchaos/talchaos/sim/container"
 	"github.com/talchaos/talchaos/sim/kubecp"
 	"github.com/talchaos/talchaos/sim/netns"
 )
@@ -204,6 +205,50 @@ func reapLeftovers(stderr io.Writer) {
 	if labels := sim.ReapHostAddrs(); len(labels) > 0 {
 		fmt.Fprintf(stderr, "talchaos: removed the loopback addresses (%s) of killed Kubernetes run(s)\n", strings.Join(labels, ", "))
 	}
+}
+
+// guardRun is what a command that starts nodes does first: it reaps what
+// killed runs left (reapLeftovers) and starts this run's watchdog
+// (scratch.StartWatchdog), which does the same at once if this run is
+// killed. It returns the function that stops the watchdog, for the end of
+// the command, after its own clean-up.
+func guardRun(stderr io.Writer) (stop func()) {
+	reapLeftovers(stderr)
+
+	wd, err := scratch.StartWatchdog("/proc/self/exe")
+	if err != nil {
+		fmt.Fprintln(stderr, "talchaos: what this run leaves if it is killed is removed by the next run only:", err)
+
+		return func() {}
+	}
+
+	return wd.Stop
+}
+
+// The watchdog is this program again, in its own process (WatchdogEnv set),
+// and in the tests' binary too, which has no main of ours: hence init.
+func init() {
+	if spec, ok := os.LookupEnv(scratch.WatchdogEnv); ok {
+		err := scratch.ServeWatchdog(spec, os.Stdin, watchdogReap)
+		if err != nil {
+			os.Exit(exitHarness)
+		}
+
+		os.Exit(exitPass)
+	}
+}
+
+// watchdogReap is what a killed run's watchdog removes: reapLeftovers' temp
+// dirs, processes and loopback addresses, and the Docker objects of the
+// container target.
+func watchdogReap() {
+	scratch.Reap() //nolint:errcheck // nobody to tell: the run is gone
+	sim.ReapHostAddrs()
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	container.ReapDead(ctx) //nolint:errcheck
 }
 
 // execute runs the CLI with its output on stdout and stderr and returns the

@@ -159,7 +159,7 @@ func runNightly(cmd *cobra.Command, opts nightlyOptions) error {
 		}
 	}
 
-	reapLeftovers(cmd.ErrOrStderr())
+	defer guardRun(cmd.ErrOrStderr())()
 
 	pairs := plan.Pairs()
 	printShard(cmd, plan, len(pairs))

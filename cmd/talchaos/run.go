@@ -305,7 +305,7 @@ func runScenario(cmd *cobra.Command, arg string, opts runOptions) error {
 		}
 	}
 
-	reapLeftovers(cmd.ErrOrStderr())
+	defer guardRun(cmd.ErrOrStderr())()
 
 	fmt.Fprintf(out, "talchaos: running %s on %s (seed %d, talos %s, %s)\n", sc.Name, tgt.Name(), opts.seed, sc.Talos, harness.ScaleNote(sc, tgt))
 

@@ -53,6 +53,9 @@ func runShrink(cmd *cobra.Command, arg string, opts huntOptions) error {
 		return &exitError{code: exitInput, err: errors.New("--shrink is for simulated nodes (--target sim or container): a real cluster's shape is its inventory's")}
 	}
 
+	// The hunt guards its own runs; the shrink's candidates come after it.
+	defer guardRun(cmd.ErrOrStderr())()
+
 	h, err := runHunt(cmd, arg, opts)
 	if h == nil {
 		return err

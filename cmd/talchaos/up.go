@@ -276,7 +276,7 @@ func runUp(cmd *cobra.Command, opts upOptions) error {
 		}
 	}
 
-	reapLeftovers(cmd.ErrOrStderr())
+	defer guardRun(cmd.ErrOrStderr())()
 
 	dir, err := openUpDir(opts.dir, sc.Cluster.NodeNames(), sc.Cluster.Kubernetes)
 	if err != nil {

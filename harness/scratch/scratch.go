@@ -376,16 +376,9 @@ func isDead(o, me Owner) bool {
 		return false // this very process
 	}
 
-	start, err := startTime(o.PID)
-
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return true // no such process
-	case err != nil:
-		return false
-	}
-
-	return start != o.Start // the pid now names another process
+	// No such process, another one under its pid, or one that has exited
+	// and waits for its parent to take its status.
+	return gone(o.PID, o.Start)
 }
 
 // removeMarked removes a marked dir, its marker last, so that an interrupted

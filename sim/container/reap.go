@@ -11,6 +11,8 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/client"
 	"github.com/testcontainers/testcontainers-go"
+
+	"github.com/talchaos/talchaos/harness/scratch"
 )
 
 // Reap removes the containers, networks and images of talchaos runs whose
@@ -76,11 +78,29 @@ func Reap(ctx context.Context, docker *testcontainers.DockerClient) (int, error)
 	return removed, errors.Join(errs...)
 }
 
-// alive reports whether a process with this pid exists.
+// alive reports whether a process with this pid runs (a zombie does not:
+// its owner's watchdog reaps as soon as it has exited).
 func alive(pid int) bool {
 	err := syscall.Kill(pid, 0)
 
-	return err == nil || errors.Is(err, syscall.EPERM)
+	return (err == nil || errors.Is(err, syscall.EPERM)) && scratch.Alive(pid)
+}
+
+// ReapDead is Reap with a client of its own, for a process that has none (a
+// run's watchdog, after the run was killed); it does nothing where no Docker
+// engine is configured (no $DOCKER_HOST, no /var/run/docker.sock).
+func ReapDead(ctx context.Context) (int, error) {
+	if _, err := os.Stat("/var/run/docker.sock"); err != nil && os.Getenv("DOCKER_HOST") == "" {
+		return 0, nil
+	}
+
+	docker, err := testcontainers.NewDockerClientWithOpts(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer docker.Close() //nolint:errcheck
+
+	return Reap(ctx, docker)
 }
 
 // removeRun removes every container, network and image labelled with the run.
