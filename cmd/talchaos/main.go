@@ -85,7 +85,7 @@ var signalNames = map[os.Signal]string{os.Interrupt: "SIGINT", syscall.SIGTERM: 
 // notifyInterrupts returns a context that SIGINT, SIGTERM and SIGHUP cancel,
 // with an *interrupted cause naming the signal. Later signals do not end the
 // process: it is stopping nodes and removing temp dirs, which a second Ctrl-C
-// should not cut short (a SIGKILL leaves them to the next run's reap).
+// should not cut short (a SIGKILL leaves them to the run's watchdog).
 //
 // SIGPIPE is notified too, never acted on: then a write to a closed stdout
 // fails with EPIPE instead of killing the process (the Go runtime's default),

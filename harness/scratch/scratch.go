@@ -4,9 +4,10 @@
 // A run keeps etcd data, machine configs and CA keys in temp dirs, and the exec
 // orchestrator starts the user's command. A run that is SIGKILLed (or loses
 // power) cannot clean up, so every dir is created with an owner marker naming
-// the process that owns it, and the next run reaps: it removes marked dirs under
-// os.TempDir() whose owner is provably dead, and kills the processes those runs
-// started (found by the TALCHAOS_RUN_ID their environment carries).
+// the process that owns it, and the run's watchdog (watchdog.go) reaps at once,
+// or else the next run: it removes marked dirs under os.TempDir() whose owner
+// is provably dead, and kills the processes those runs started (found by the
+// TALCHAOS_RUN_ID their environment carries).
 //
 // It is hand-rolled because nothing off the shelf decides ownership safely:
 // temp-dir cleaners go by age (which would delete the keys of a long-running
