@@ -114,20 +114,7 @@ func TestExitsAreClean(t *testing.T) {
 		tmp := privateTmp(t)
 		reportDir := filepath.Join(t.TempDir(), "report")
 
-		p := startCLI(t, bin, tmp, "run", execScenario(t, `sleep 600 & echo "started $$ $!"; sleep 600`), "--report-dir", reportDir)
-		line := p.waitFor(t, execStarted)
-
-		run := runIDIn(t, tmp)
-		command, child := execPids(t, line)
-		killAtEnd(t, child)
-
-		// The child may still be inside its execve, when /proc shows no
-		// environment for a moment.
-		for deadline := time.Now().Add(10 * time.Second); !carries(child, run); time.Sleep(20 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("the command's child %d does not carry %s=%s", child, scratch.EnvVar, run)
-			}
-		}
+		p, run, command, child := startExecRun(t, bin, tmp, reportDir)
 
 		p.signal(syscall.SIGTERM)
 		p.wait(t, exitHarness)
@@ -146,12 +133,7 @@ func TestExitsAreClean(t *testing.T) {
 	t.Run("run/SIGKILL: its watchdog reaps", func(t *testing.T) {
 		tmp := privateTmp(t)
 
-		p := startCLI(t, bin, tmp, "run", execScenario(t, `sleep 600 & echo "started $$ $!"; sleep 600`), "--report-dir", filepath.Join(t.TempDir(), "report"))
-		line := p.waitFor(t, execStarted)
-
-		killed := runIDIn(t, tmp)
-		command, child := execPids(t, line)
-		killAtEnd(t, child)
+		p, killed, command, child := startExecRun(t, bin, tmp, filepath.Join(t.TempDir(), "report"))
 
 		if w := watchdogs(tmp); len(w) != 1 {
 			t.Fatalf("watchdogs of the run: %v, want one", w)
@@ -181,12 +163,7 @@ func TestExitsAreClean(t *testing.T) {
 	t.Run("run/SIGKILL with its watchdog then another run", func(t *testing.T) {
 		tmp := privateTmp(t)
 
-		p := startCLI(t, bin, tmp, "run", execScenario(t, `sleep 600 & echo "started $$ $!"; sleep 600`), "--report-dir", filepath.Join(t.TempDir(), "report"))
-		line := p.waitFor(t, execStarted)
-
-		killed := runIDIn(t, tmp)
-		command, child := execPids(t, line)
-		killAtEnd(t, child)
+		p, killed, command, child := startExecRun(t, bin, tmp, filepath.Join(t.TempDir(), "report"))
 
 		killWatchdog(t, tmp)
 		p.signal(syscall.SIGKILL)
@@ -575,6 +552,30 @@ type cliProcess struct {
 	// drained is closed once the reader has read stdout to its end.
 	drained chan struct{}
 	code    int
+}
+
+// startExecRun runs a scenario whose exec command starts a child and
+// waits, and returns once the child runs with the run's id: the process, the
+// run id, the command's and the child's pids.
+func startExecRun(t *testing.T, bin, tmp, reportDir string) (p *cliProcess, run string, command, child int) {
+	t.Helper()
+
+	p = startCLI(t, bin, tmp, "run", execScenario(t, `sleep 600 & echo "started $$ $!"; sleep 600`), "--report-dir", reportDir)
+	line := p.waitFor(t, execStarted)
+
+	run = runIDIn(t, tmp)
+	command, child = execPids(t, line)
+	killAtEnd(t, child)
+
+	// The child may still be inside its execve, when /proc shows no
+	// environment for a moment.
+	for deadline := time.Now().Add(10 * time.Second); !carries(child, run); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the command's child %d does not carry %s=%s", child, scratch.EnvVar, run)
+		}
+	}
+
+	return p, run, command, child
 }
 
 func startCLI(t *testing.T, bin, tmp string, args ...string) *cliProcess {
