@@ -522,36 +522,7 @@ func TestGracefulResetLeavesEtcdOrAborts(t *testing.T) {
 	c2 := secureAt(t, ctx, c, cp2.Endpoint)
 
 	// Its stages, as a watch on it sees them until its API goes away.
-	stages := make(chan []runtime.MachineStage, 1)
-	wctx, wcancel := context.WithCancel(ctx)
-	defer wcancel()
-
-	ch := make(chan safe.WrappedStateEvent[*runtime.MachineStatus], 64)
-	if err := safe.StateWatch(wctx, c2.COSI, runtime.NewMachineStatus().Metadata(), ch); err != nil {
-		t.Fatalf("watch on %s: %v", cp2.Name, err)
-	}
-
-	go func() {
-		var seen []runtime.MachineStage
-
-		defer func() { stages <- seen }()
-
-		for {
-			select {
-			case <-wctx.Done():
-				return
-			case ev := <-ch:
-				r, err := ev.Resource()
-				if err != nil {
-					return
-				}
-
-				if st := r.TypedSpec().Stage; len(seen) == 0 || seen[len(seen)-1] != st {
-					seen = append(seen, st)
-				}
-			}
-		}
-	}()
+	stages := watchStages(t, ctx, c2)
 
 	// etcd refuses to remove a member it has not seen connected for 5 s
 	// ("unhealthy cluster"): LeaveCluster retries that.
@@ -575,17 +546,7 @@ func TestGracefulResetLeavesEtcdOrAborts(t *testing.T) {
 	// It said "resetting" from the sequence's start, while it left etcd
 	// (machine_status.go: the reset sequence's START), not only as it went.
 	// The watch ends when its API does, a moment after the leave.
-	var seen []runtime.MachineStage
-
-	select {
-	case seen = <-stages:
-	case <-time.After(30 * time.Second):
-		wcancel()
-
-		seen = <-stages
-	}
-
-	if !slices.Contains(seen, runtime.MachineStageResetting) {
+	if seen := stages(); !slices.Contains(seen, runtime.MachineStageResetting) {
 		t.Errorf("%s's stages while it reset: %v, want resetting among them", cp2.Name, seen)
 	}
 }
@@ -604,4 +565,54 @@ func configuredNode(t *testing.T, ctx context.Context) (target.Node, *client.Cli
 	eventually(t, 30*time.Second, func() error { _, err := cl.Version(ctx); return err })
 
 	return n, cl
+}
+
+// watchStages watches the node's MachineStatus; the function it returns
+// waits for the watch to end (the node's API gone, or 30 s) and returns the
+// stages it saw, each change once.
+func watchStages(t *testing.T, ctx context.Context, cl *client.Client) func() []runtime.MachineStage {
+	t.Helper()
+
+	wctx, cancel := context.WithCancel(ctx)
+	t.Cleanup(cancel)
+
+	ch := make(chan safe.WrappedStateEvent[*runtime.MachineStatus], 64)
+	if err := safe.StateWatch(wctx, cl.COSI, runtime.NewMachineStatus().Metadata(), ch); err != nil {
+		t.Fatalf("watch: %v", err)
+	}
+
+	done := make(chan []runtime.MachineStage, 1)
+
+	go func() {
+		var seen []runtime.MachineStage
+
+		defer func() { done <- seen }()
+
+		for {
+			select {
+			case <-wctx.Done():
+				return
+			case ev := <-ch:
+				r, err := ev.Resource()
+				if err != nil {
+					return
+				}
+
+				if st := r.TypedSpec().Stage; len(seen) == 0 || seen[len(seen)-1] != st {
+					seen = append(seen, st)
+				}
+			}
+		}
+	}()
+
+	return func() []runtime.MachineStage {
+		select {
+		case seen := <-done:
+			return seen
+		case <-time.After(30 * time.Second):
+			cancel()
+
+			return <-done
+		}
+	}
 }

@@ -9,8 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cosi-project/runtime/pkg/safe"
 	"github.com/siderolabs/talos/pkg/machinery/api/machine"
 	"github.com/siderolabs/talos/pkg/machinery/client"
+	"github.com/siderolabs/talos/pkg/machinery/resources/runtime"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -485,6 +487,17 @@ func TestNetworkAndProcessFaults(t *testing.T) {
 
 		if _, err := cp3.Version(ctx); err == nil {
 			t.Fatal("a powered-off node answered")
+		}
+
+		// A power cut publishes nothing: the last MachineStatus cp3 gave
+		// (what a watch on it had) is the running one, not a reboot's.
+		ms, err := safe.StateGetByID[*runtime.MachineStatus](ctx, c.Node("cp3").Resources(), runtime.MachineStatusID)
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		if st := ms.TypedSpec().Stage; st != runtime.MachineStageRunning {
+			t.Errorf("cp3's last machine stage before its power was cut: %s, want running", st)
 		}
 
 		if err := heal(); err != nil {

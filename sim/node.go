@@ -659,7 +659,10 @@ func (n *Node) powerCycle(c cycle) {
 	n.powerCut.Store(c.cut)
 	defer n.powerCut.Store(false)
 
-	if !c.sequenced {
+	// A power cut publishes nothing: the machine is gone before machined
+	// can say so. A reboot machined itself decides (a boot that timed out)
+	// says it first.
+	if !c.sequenced && !c.cut {
 		stage := runtime.MachineStageRebooting
 		if wipe != wipeNothing {
 			stage = runtime.MachineStageResetting
