@@ -144,8 +144,11 @@ func TestRealTargetWithholdsRemediesWithoutPermission(t *testing.T) {
 	code, out := run(t, "run", "happy-path", "--target", "real", "--inventory", inventory, "--report-dir", filepath.Join(dir, "refused"))
 	r := readReport(t, filepath.Join(dir, "refused", "report.json"))
 
+	// Exit 1; or 3 when the host stalled through the run (the verdict is
+	// then void: expectations that failed across a stall say nothing), the
+	// remedy withheld all the same.
 	want := fmt.Sprintf("talosctl -n %s etcd remove-member %016x", cp1.Address, id)
-	if code != exitFail || len(eventsOf(r, "orchestrator.remedy-withheld", want)) == 0 {
+	if (code != exitFail && !(code == exitHarness && r.Voided)) || len(eventsOf(r, "orchestrator.remedy-withheld", want)) == 0 {
 		t.Fatalf("exit %d, want 1 with the withheld remedy %q:\n%s", code, want, out)
 	}
 
@@ -169,7 +172,7 @@ func TestRealTargetWithholdsRemediesWithoutPermission(t *testing.T) {
 		"--report-dir", filepath.Join(dir, "allowed"))
 	r = readReport(t, filepath.Join(dir, "allowed", "report.json"))
 
-	if code != exitPass {
+	if code != exitPass && !(code == exitHarness && r.Voided) {
 		t.Fatalf("with --allow-destructive: exit %d:\n%s", code, out)
 	}
 
