@@ -327,10 +327,21 @@ func TestExitsAreClean(t *testing.T) {
 		tmp := privateTmp(t)
 		dir := userDir(t)
 
-		p := startCLI(t, bin, tmp, "up", "--dir", dir, "--time-scale", "60")
-		p.waitFor(t, upRunning)
-		p.signal(syscall.SIGKILL)
-		p.wait(t, -1)
+		// killedUp runs up on dir and SIGKILLs it once it runs, its
+		// watchdog first unless withWatchdog.
+		killedUp := func(withWatchdog bool) {
+			p := startCLI(t, bin, tmp, "up", "--dir", dir, "--time-scale", "60")
+			p.waitFor(t, upRunning)
+
+			if !withWatchdog {
+				killWatchdog(t, tmp)
+			}
+
+			p.signal(syscall.SIGKILL)
+			p.wait(t, -1)
+		}
+
+		killedUp(true)
 
 		eventually(t, "the watchdog's reap of --dir", func() error {
 			entries, err := os.ReadDir(dir)
@@ -343,11 +354,7 @@ func TestExitsAreClean(t *testing.T) {
 		onlyUsersFile(t, dir, "after the watchdog")
 		assertNothingLeft(t, tmp, "")
 
-		p = startCLI(t, bin, tmp, "up", "--dir", dir, "--time-scale", "60")
-		p.waitFor(t, upRunning)
-		killWatchdog(t, tmp)
-		p.signal(syscall.SIGKILL)
-		p.wait(t, -1)
+		killedUp(false)
 
 		if _, err := os.Stat(filepath.Join(dir, "talosconfig")); err != nil {
 			t.Fatalf("the killed up's talosconfig is not there to reap: %v", err)
@@ -360,13 +367,9 @@ func TestExitsAreClean(t *testing.T) {
 		onlyUsersFile(t, dir, "after the reap")
 
 		// A killed up again; this time the next up of the same --dir reaps it.
-		p = startCLI(t, bin, tmp, "up", "--dir", dir, "--time-scale", "60")
-		p.waitFor(t, upRunning)
-		killWatchdog(t, tmp)
-		p.signal(syscall.SIGKILL)
-		p.wait(t, -1)
+		killedUp(false)
 
-		p = startCLI(t, bin, tmp, "up", "--dir", dir, "--time-scale", "60")
+		p := startCLI(t, bin, tmp, "up", "--dir", dir, "--time-scale", "60")
 		p.waitFor(t, upRunning)
 		p.signal(syscall.SIGTERM)
 		p.wait(t, exitPass)

@@ -393,7 +393,8 @@ type upDir struct {
 	remove string
 	// claim is --dir's: the files up writes there are listed in a marker
 	// before they are written, so that a SIGKILLed up's keys are removed by
-	// the next talchaos (scratch.Claim); the directory too, if up made it.
+	// its watchdog, or else the next talchaos (scratch.Claim); the directory
+	// too, if up made it.
 	claim *scratch.Claim
 }
 

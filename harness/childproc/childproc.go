@@ -2,8 +2,8 @@
 // orchestrator's command, the simulated control plane's kube-apiserver) so
 // that they die with talchaos: each leads its own process group, is killed
 // by the kernel when talchaos dies (Pdeathsig), and carries the run's
-// TALCHAOS_RUN_ID, by which the next run finds what a SIGKILLed one left
-// (package scratch).
+// TALCHAOS_RUN_ID, by which the run's watchdog, or else the next run, finds
+// what a SIGKILLed one left (package scratch).
 package childproc
 
 import (

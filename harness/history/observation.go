@@ -277,12 +277,21 @@ func (c Cluster) MemberOf(n *NodeObservation) (Member, bool) {
 		}
 	}
 
-	hostname := n.Hostname
-	if hostname == "" {
-		hostname = n.Name
+	return c.Member(n.EtcdName(), n.AllAddresses()...)
+}
+
+// EtcdName is the name of the node's etcd member: its hostname.
+func (n *NodeObservation) EtcdName() string {
+	if n.Hostname != "" {
+		return n.Hostname
 	}
 
-	return c.Member(hostname, append([]string{n.Address}, n.Addresses...)...)
+	return n.Name
+}
+
+// AllAddresses are the node's address and its further ones.
+func (n *NodeObservation) AllAddresses() []string {
+	return append([]string{n.Address}, n.Addresses...)
 }
 
 // Member finds the member named hostname, or with a peer URL on one of the

@@ -2,11 +2,11 @@ package judge
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/talchaos/talchaos/harness/history"
 	"github.com/talchaos/talchaos/harness/result"
+	"github.com/talchaos/talchaos/harness/target"
 )
 
 var _ = register(Code{
@@ -30,28 +30,29 @@ var _ = register(Code{
 // assume that control plane nodes have unique hostnames"), so the last to
 // join holds the name and the others' etcd exits on data the cluster has
 // removed (siderolabs/talos#9145: nodes that came up with one hostname).
-// The member is matched by its peer URLs, as the name cannot tell them
-// apart.
 func duplicateHostname(ev *Evidence) []result.Diagnosis {
 	byName := map[string][]*history.NodeObservation{}
 
 	for _, n := range ev.Final.Ordered() {
-		if n.Role == "controlplane" {
-			byName[hostnameOf(n)] = append(byName[hostnameOf(n)], n)
+		if n.Role == target.ControlPlane {
+			byName[n.EtcdName()] = append(byName[n.EtcdName()], n)
 		}
 	}
 
 	main := ev.Final.Main()
 
+	// By peer URL alone: the name cannot tell the nodes apart.
+	memberOf := func(n *history.NodeObservation) (history.Member, bool) { return main.Member("", n.AllAddresses()...) }
+
 	var out []result.Diagnosis
 
 	for _, n := range ev.Final.Ordered() {
-		same := byName[hostnameOf(n)]
-		if n.Role != "controlplane" || len(same) < 2 {
+		name, same := n.EtcdName(), byName[n.EtcdName()]
+		if n.Role != target.ControlPlane || len(same) < 2 {
 			continue
 		}
 
-		if _, ok := memberByPeerURL(main, n); ok {
+		if _, ok := memberOf(n); ok {
 			continue
 		}
 
@@ -66,21 +67,21 @@ func duplicateHostname(ev *Evidence) []result.Diagnosis {
 
 			others = append(others, o.Name)
 
-			if m, ok := memberByPeerURL(main, o); ok && m.Hostname == hostnameOf(n) {
+			if m, ok := memberOf(o); ok && m.Hostname == name {
 				holder, holderURLs = o.Name, strings.Join(m.PeerURLs, ", ")
 			}
 		}
 
+		sharing := strings.Join(append([]string{n.Name}, others...), ", ")
 		summary := fmt.Sprintf("%s has the hostname of %s (%q): a join of one removed the etcd member of the other, as Talos removes any member of a joining node's name",
-			n.Name, strings.Join(others, " and "), hostnameOf(n))
-		evidence := fmt.Sprintf("control planes %s have the hostname %q; no member is %s's",
-			strings.Join(append([]string{n.Name}, others...), ", "), hostnameOf(n), n.Name)
+			n.Name, strings.Join(others, " and "), name)
+		evidence := fmt.Sprintf("control planes %s have the hostname %q; no member is %s's", sharing, name, n.Name)
 
 		if holder != "" {
 			summary = fmt.Sprintf("%s has the hostname of %s (%q): %s's join removed %s's etcd member, as Talos removes any member of a joining node's name",
-				n.Name, strings.Join(others, " and "), hostnameOf(n), holder, n.Name)
+				n.Name, strings.Join(others, " and "), name, holder, n.Name)
 			evidence = fmt.Sprintf("control planes %s have the hostname %q; etcd's member %q is %s's (peer URLs %s), none is %s's",
-				strings.Join(append([]string{n.Name}, others...), ", "), hostnameOf(n), hostnameOf(n), holder, holderURLs, n.Name)
+				sharing, name, name, holder, holderURLs, n.Name)
 		}
 
 		if n.Etcd != nil {
@@ -91,29 +92,4 @@ func duplicateHostname(ev *Evidence) []result.Diagnosis {
 	}
 
 	return out
-}
-
-// hostnameOf is the node's hostname: its etcd member's name.
-func hostnameOf(n *history.NodeObservation) string {
-	if n.Hostname != "" {
-		return n.Hostname
-	}
-
-	return n.Name
-}
-
-// memberByPeerURL is the node's member in c, found by a peer URL on one of
-// its addresses only.
-func memberByPeerURL(c history.Cluster, n *history.NodeObservation) (history.Member, bool) {
-	addrs := append([]string{n.Address}, n.Addresses...)
-
-	for _, m := range c.Members {
-		for _, u := range m.PeerURLs {
-			if slices.Contains(addrs, history.HostOf(u)) {
-				return m, true
-			}
-		}
-	}
-
-	return history.Member{}, false
 }

@@ -46,7 +46,7 @@ type Watchdog struct {
 // stderr (the run's may be a closed pipe) and without this run's run id (the
 // reap kills every process that carries it).
 func StartWatchdog(exe string) (*Watchdog, error) {
-	start, err := startTime(os.Getpid())
+	me, err := self()
 	if err != nil {
 		return nil, fmt.Errorf("watchdog: %w", err)
 	}
@@ -58,9 +58,9 @@ func StartWatchdog(exe string) (*Watchdog, error) {
 	defer r.Close() //nolint:errcheck // the child has its copy
 
 	cmd := exec.Command(exe)
-	cmd.Args = []string{fmt.Sprintf("talchaos-watchdog-of-%d", os.Getpid())} // what ps shows
+	cmd.Args = []string{fmt.Sprintf("talchaos-watchdog-of-%d", me.PID)} // what ps shows
 	cmd.Stdin = r
-	cmd.Env = append(withoutVars(os.Environ(), EnvVar, WatchdogEnv), fmt.Sprintf("%s=%d:%d", WatchdogEnv, os.Getpid(), start))
+	cmd.Env = append(withoutVars(os.Environ(), EnvVar, WatchdogEnv), fmt.Sprintf("%s=%d:%d", WatchdogEnv, me.PID, me.Start))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 
 	if err := cmd.Start(); err != nil {

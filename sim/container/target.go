@@ -16,8 +16,8 @@
 //
 // testcontainers' reaper (Ryuk) is an image that cannot be pulled here, so it
 // is disabled; every container, network and image carries the run's labels,
-// Close removes them, and the next run removes what a killed run left behind
-// (Reap).
+// Close removes them, and the killed run's watchdog, or else the next run,
+// removes what a killed run left behind (ReapDead, Reap).
 package container
 
 import (
