@@ -1,6 +1,7 @@
 package container_test
 
 import (
+	"bytes"
 	"context"
 	"debug/elf"
 	"flag"
@@ -10,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -26,6 +28,7 @@ import (
 	"github.com/talchaos/talchaos/harness/history"
 	"github.com/talchaos/talchaos/harness/result"
 	"github.com/talchaos/talchaos/harness/scenario"
+	"github.com/talchaos/talchaos/harness/scratch"
 	"github.com/talchaos/talchaos/reports"
 	"github.com/talchaos/talchaos/scenarios"
 	"github.com/talchaos/talchaos/sim"
@@ -517,6 +520,9 @@ func TestKilledRunIsReaped(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 
+	// Its watchdog first: this is the next run's Reap, for when the
+	// watchdog died with the run.
+	killWatchdogOf(t, cmd.Process.Pid)
 	cmd.Process.Signal(syscall.SIGKILL) //nolint:errcheck
 	cmd.Wait()                          //nolint:errcheck
 
@@ -548,6 +554,33 @@ func TestKilledRunIsReaped(t *testing.T) {
 	if left := leftovers(t, d); len(left) > 0 {
 		t.Errorf("after Reap: %v", left)
 	}
+}
+
+// killWatchdogOf SIGKILLs the watchdog of the talchaos process pid (the
+// process whose environment names pid in scratch.WatchdogEnv).
+func killWatchdogOf(t *testing.T, pid int) {
+	t.Helper()
+
+	want := []byte(fmt.Sprintf("%s=%d:", scratch.WatchdogEnv, pid))
+
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		entries, _ := os.ReadDir("/proc") //nolint:errcheck
+
+		for _, e := range entries {
+			environ, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+			if err != nil || !bytes.Contains(environ, want) {
+				continue
+			}
+
+			if w, err := strconv.Atoi(e.Name()); err == nil {
+				syscall.Kill(w, syscall.SIGKILL) //nolint:errcheck
+
+				return
+			}
+		}
+	}
+
+	t.Fatalf("no watchdog of process %d", pid)
 }
 
 // A talchaos from a plain `go install` on a machine with a C compiler is

@@ -161,10 +161,12 @@ func removeRunCount(ctx context.Context, docker *testcontainers.DockerClient, ru
 	return removed, errors.Join(errs...)
 }
 
-// ignoreGone drops "no such object": another run reaping the same dead run,
+// ignoreGone drops "no such object" and "removal … already in progress":
+// another reaper of the same dead run (its watchdog, another run starting),
 // or the engine finishing a removal the killed run had asked for.
 func ignoreGone(err error) error {
-	if err == nil || cerrdefs.IsNotFound(err) || strings.Contains(err.Error(), "No such") {
+	if err == nil || cerrdefs.IsNotFound(err) || strings.Contains(err.Error(), "No such") ||
+		(cerrdefs.IsConflict(err) && strings.Contains(err.Error(), "already in progress")) {
 		return nil
 	}
 
