@@ -165,7 +165,7 @@ func runCluster(ctx context.Context, sc *scenario.Scenario, clk clock.Clock, opt
 
 	var nodes []history.Node
 	for _, n := range cluster.Nodes() {
-		nodes = append(nodes, history.Node{Name: n.Name, Role: n.Role, Address: n.Address})
+		nodes = append(nodes, history.NodeOf(n))
 	}
 
 	// The record the verdict is drawn from, whatever happens next.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/siderolabs/talos/pkg/machinery/api/machine"
 
+	"github.com/talchaos/talchaos/harness/history"
 	"github.com/talchaos/talchaos/harness/scenario"
 	"github.com/talchaos/talchaos/harness/talosclient"
 	"github.com/talchaos/talchaos/harness/target"
@@ -48,12 +49,20 @@ func (k RemoveMember) Validate(c *scenario.FaultCheck) {
 func (k RemoveMember) Inject(ctx context.Context, env *Env) (target.Heal, error) {
 	var errs []error
 
+	var node target.Node
+
+	for _, n := range env.Cluster.Nodes() {
+		if n.Name == string(k.Node) {
+			node = n
+		}
+	}
+
 	for _, n := range env.Cluster.Nodes() {
 		if n.Role != target.ControlPlane || n.Name == string(k.Node) {
 			continue
 		}
 
-		err := removeThrough(ctx, env, n, string(k.Node))
+		err := removeThrough(ctx, env, n, node)
 		if err == nil {
 			return func() error { return nil }, nil // a one-shot operator action: nothing to undo
 		}
@@ -68,7 +77,7 @@ func (k RemoveMember) Inject(ctx context.Context, env *Env) (target.Heal, error)
 	return nil, errors.Join(errs...)
 }
 
-func removeThrough(ctx context.Context, env *Env, via target.Node, name string) error {
+func removeThrough(ctx context.Context, env *Env, via, node target.Node) error {
 	cl, err := talosclient.WithConfig(ctx, env.Cluster.Talosconfig(), via.Endpoint, talosclient.ForNode(via, nil)...)
 	if err != nil {
 		return err
@@ -81,12 +90,10 @@ func removeThrough(ctx context.Context, env *Env, via target.Node, name string) 
 	}
 
 	for _, msg := range list.GetMessages() {
-		for _, m := range msg.GetMembers() {
-			if m.GetHostname() == name {
-				return cl.EtcdRemoveMemberByID(ctx, &machine.EtcdRemoveMemberByIDRequest{MemberId: m.GetId()})
-			}
+		if m, ok := (history.Cluster{Members: history.APIMembers(msg.GetMembers())}).MemberOfTarget(node); ok {
+			return cl.EtcdRemoveMemberByID(ctx, &machine.EtcdRemoveMemberByIDRequest{MemberId: m.ID})
 		}
 	}
 
-	return fmt.Errorf("%s is not in the member list", name)
+	return fmt.Errorf("%s is not in the member list", node.Name)
 }

@@ -15,5 +15,5 @@ func (Bootstrapped) Describe(node string, _ int) string { return node + " is boo
 func (Bootstrapped) Holds(v View, node string, _ int) bool {
 	n := v.Obs.Nodes[node]
 
-	return len(n.Members) == 1 && n.Members[0].Hostname == node && !n.Members[0].IsLearner
+	return len(n.Members) == 1 && n.Members[0].Hostname == n.EtcdName() && !n.Members[0].IsLearner
 }

@@ -58,7 +58,7 @@ func Examine(ctx context.Context, cfg *clientconfig.Config, addresses []string, 
 
 	hn := make([]history.Node, len(nodes))
 	for i, n := range nodes {
-		hn[i] = history.Node{Name: n.Name, Role: n.Role, Address: n.Address}
+		hn[i] = history.NodeOf(n)
 	}
 
 	rec := history.NewRecorder(start, clock.New(opts.TimeScale), hn)

@@ -446,8 +446,6 @@ func fillEtcd(ctx context.Context, no *history.NodeObservation, c *client.Client
 	}
 
 	for _, msg := range resp.GetMessages() {
-		for _, m := range msg.GetMembers() {
-			no.Members = append(no.Members, history.Member{ID: m.GetId(), Hostname: m.GetHostname(), PeerURLs: m.GetPeerUrls(), IsLearner: m.GetIsLearner()})
-		}
+		no.Members = append(no.Members, history.APIMembers(msg.GetMembers())...)
 	}
 }

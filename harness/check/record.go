@@ -186,7 +186,7 @@ func (o *Observer) membershipTransitions(prev, cur *history.Observation) {
 
 	for _, c := range cur.Clusters() {
 		for _, m := range c.Members {
-			node := o.nodeOf(m)
+			node := memberNode(cur, m)
 			old, existed := before[m.ID]
 
 			switch {
@@ -206,7 +206,7 @@ func (o *Observer) membershipTransitions(prev, cur *history.Observation) {
 
 	for _, m := range before {
 		if hasEtcdView(cur) {
-			o.log.Add(o.nodeOf(m), "etcd.member-removed", fmt.Sprintf("member %s %s removed", m.IDString(), history.DisplayName(m)))
+			o.log.Add(memberNode(cur, m), "etcd.member-removed", fmt.Sprintf("member %s %s removed", m.IDString(), history.DisplayName(m)))
 		}
 	}
 }
@@ -231,18 +231,11 @@ func unstarted(m history.Member) string {
 	return ""
 }
 
-// nodeOf maps a member to the node it belongs to, by hostname or peer URL.
-func (o *Observer) nodeOf(m history.Member) string {
-	for _, n := range o.nodes {
-		if m.Hostname != "" && m.Hostname == n.Name {
-			return n.Name
-		}
-
-		for _, u := range m.PeerURLs {
-			if history.HostOf(u) == n.Address {
-				return n.Name
-			}
-		}
+// memberNode is the node m is the member of, or m's name when no node is
+// known to be (the log line still names it).
+func memberNode(cur *history.Observation, m history.Member) string {
+	if node := cur.NodeOf(m); node != "" {
+		return node
 	}
 
 	return m.Hostname

@@ -30,11 +30,35 @@ type History struct {
 	Entries []Entry `json:"entries"`
 }
 
-// Node is one node of the run.
+// Node is one node of the run. Hostname and Addresses are as in
+// NodeObservation: what its member is named and its peer URLs may name.
 type Node struct {
-	Name    string      `json:"name"`
-	Role    target.Role `json:"role"`
-	Address string      `json:"address"`
+	Name      string      `json:"name"`
+	Role      target.Role `json:"role"`
+	Address   string      `json:"address"`
+	Hostname  string      `json:"hostname,omitempty"`
+	Addresses []string    `json:"addresses,omitempty"`
+}
+
+// NodeOf is the run's node n.
+func NodeOf(n target.Node) Node {
+	return Node{Name: n.Name, Role: n.Role, Address: n.Address, Hostname: n.Hostname, Addresses: n.Addresses}
+}
+
+// Declared is an observation of the nodes as the run declares them, nothing
+// looked at yet: for mapping members to nodes before a node was seen.
+func Declared(nodes []Node) *Observation {
+	names := make([]string, len(nodes))
+	for i, n := range nodes {
+		names[i] = n.Name
+	}
+
+	o := NewObservation(0, names)
+	for _, n := range nodes {
+		o.Nodes[n.Name] = &NodeObservation{Name: n.Name, Address: n.Address, Hostname: n.Hostname, Addresses: n.Addresses, Role: n.Role, Mode: ModeUnknown}
+	}
+
+	return o
 }
 
 // Entry is one recorded thing. Exactly one of its pointers is set.

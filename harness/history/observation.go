@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/siderolabs/talos/pkg/machinery/api/machine"
+
 	"github.com/talchaos/talchaos/harness/target"
 )
 
@@ -262,8 +264,8 @@ func (c Cluster) Voters() int {
 func (c Cluster) Learners() int { return len(c.Members) - c.Voters() }
 
 // MemberOf finds the node's member: the one its own etcd reports being (its
-// status's member ID), else the one named as the node's hostname, else one
-// with a peer URL on one of the node's addresses.
+// status's member ID), else one with a peer URL on one of the node's
+// addresses, else the one named as the node's hostname.
 func (c Cluster) MemberOf(n *NodeObservation) (Member, bool) {
 	if n == nil {
 		return Member{}, false
@@ -294,24 +296,82 @@ func (n *NodeObservation) AllAddresses() []string {
 	return append([]string{n.Address}, n.Addresses...)
 }
 
-// Member finds the member named hostname, or with a peer URL on one of the
-// addresses.
+// Member finds the member with a peer URL on one of the addresses, else the
+// one named hostname. Addresses come first: two nodes can be given one
+// hostname (Talos then removes one's member: duplicate-hostnames), while a
+// node's address is its own. A member whose node moved to another address
+// (its peer URL still names the old one) is found by its name.
 func (c Cluster) Member(hostname string, addresses ...string) (Member, bool) {
+	for _, m := range c.Members {
+		if m.onAny(addresses) {
+			return m, true
+		}
+	}
+
 	for _, m := range c.Members {
 		if m.Hostname == hostname && hostname != "" {
 			return m, true
 		}
 	}
 
-	for _, m := range c.Members {
-		for _, u := range m.PeerURLs {
-			if a := HostOf(u); a != "" && slices.Contains(addresses, a) {
-				return m, true
-			}
+	return Member{}, false
+}
+
+// MemberOfTarget finds node n's member by its config: its addresses, else
+// its hostname (Member).
+func (c Cluster) MemberOfTarget(n target.Node) (Member, bool) {
+	name := n.Hostname
+	if name == "" {
+		name = n.Name
+	}
+
+	return c.Member(name, append([]string{n.Address}, n.Addresses...)...)
+}
+
+// APIMembers are the members of a Talos EtcdMemberList answer.
+func APIMembers(list []*machine.EtcdMember) []Member {
+	out := make([]Member, 0, len(list))
+
+	for _, m := range list {
+		out = append(out, Member{ID: m.GetId(), Hostname: m.GetHostname(), PeerURLs: m.GetPeerUrls(), IsLearner: m.GetIsLearner()})
+	}
+
+	return out
+}
+
+// onAny reports whether one of m's peer URLs is on one of the addresses.
+func (m Member) onAny(addresses []string) bool {
+	return slices.ContainsFunc(m.PeerURLs, func(u string) bool {
+		a := HostOf(u)
+		return a != "" && slices.Contains(addresses, a)
+	})
+}
+
+// NodeOf names the node whose etcd member m is, the converse of MemberOf: the
+// node whose own etcd reports being m, else the one with m's peer URL on one
+// of its addresses, else the one whose hostname m is named as. "" when none is.
+func (o *Observation) NodeOf(m Member) string {
+	nodes := o.Ordered()
+
+	for _, n := range nodes {
+		if n.Status != nil && m.ID != 0 && n.Status.MemberID == m.ID {
+			return n.Name
 		}
 	}
 
-	return Member{}, false
+	for _, n := range nodes {
+		if m.onAny(n.AllAddresses()) {
+			return n.Name
+		}
+	}
+
+	for _, n := range nodes {
+		if m.Hostname != "" && m.Hostname == n.EtcdName() {
+			return n.Name
+		}
+	}
+
+	return ""
 }
 
 // Clusters groups the local member lists the nodes report into distinct etcd

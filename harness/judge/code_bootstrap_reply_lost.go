@@ -35,7 +35,7 @@ func bootstrapReplyLost(ev *Evidence) []result.Diagnosis {
 	main := ev.Final.Main()
 
 	for _, n := range ev.Final.Ordered() {
-		if _, ok := main.Member(n.Name, n.Address); !ok {
+		if _, ok := main.MemberOf(n); !ok {
 			continue
 		}
 

@@ -109,7 +109,7 @@ func (r RemedyFor) RemoveLearners(pred func(history.Member) bool) []string {
 
 // OwnLearner reports whether m is the diagnosed node's member.
 func (r RemedyFor) OwnLearner(m history.Member) bool {
-	return m.Hostname == r.Diagnosis.Node || slices.Contains(m.PeerURLs, "https://"+r.Addr+":2380")
+	return r.Final.NodeOf(m) == r.Diagnosis.Node
 }
 
 // Remedy is the commands that fix a diagnosis (talosctl, as an operator types them).

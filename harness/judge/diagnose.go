@@ -197,24 +197,10 @@ func (ev *Evidence) calls(node, rpc string) []CallAt {
 	return out
 }
 
-// nodeOfMember finds the examined node that holds an etcd member: by name, or
-// by the address in its peer URLs.
+// nodeOfMember finds the examined node that holds an etcd member
+// (Observation.NodeOf), nil when none does.
 func (ev *Evidence) nodeOfMember(m history.Member) *history.NodeObservation {
-	for _, n := range ev.Final.Ordered() {
-		if m.Hostname != "" && m.Hostname == n.Name {
-			return n
-		}
-	}
-
-	for _, n := range ev.Final.Ordered() {
-		for _, u := range m.PeerURLs {
-			if history.HostOf(u) == n.Address {
-				return n
-			}
-		}
-	}
-
-	return nil
+	return ev.Final.Nodes[ev.Final.NodeOf(m)]
 }
 
 func (ev *Evidence) controlPlanes() []*history.NodeObservation {

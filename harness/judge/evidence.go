@@ -160,7 +160,7 @@ func (ev *Evidence) memberships() {
 
 	for _, c := range cur.Clusters() {
 		for _, m := range c.Members {
-			node := nodeOf(ev.nodes, m)
+			node := ev.nodeOf(m)
 			if node == "" {
 				continue
 			}
@@ -169,7 +169,7 @@ func (ev *Evidence) memberships() {
 			_, promoted := ev.promotedAt[node]
 
 			// A member gets its name once its etcd has started.
-			if _, started := ev.startedAt[node]; !started && m.IsLearner && m.Hostname == node {
+			if _, started := ev.startedAt[node]; !started && m.IsLearner && m.Hostname != "" {
 				ev.startedAt[node] = cur.At
 			}
 
@@ -347,21 +347,15 @@ func (ev *Evidence) etcdRestarts(node string, s history.Service, at time.Duratio
 	ev.restarts[node] = s.Restarts
 }
 
-// nodeOf maps a member to its node, by hostname or peer URL.
-func nodeOf(nodes []history.Node, m history.Member) string {
-	for _, n := range nodes {
-		if m.Hostname != "" && m.Hostname == n.Name {
-			return n.Name
-		}
+// nodeOf maps a member to its node as the looks so far show the nodes, else
+// as the run declares them (a member can be seen on one node's list before
+// its own node was looked at).
+func (ev *Evidence) nodeOf(m history.Member) string {
+	if node := ev.cur.NodeOf(m); node != "" {
+		return node
 	}
 
-	for _, n := range nodes {
-		if slices.ContainsFunc(m.PeerURLs, func(u string) bool { return history.HostOf(u) == n.Address }) {
-			return n.Name
-		}
-	}
-
-	return ""
+	return history.Declared(ev.nodes).NodeOf(m)
 }
 
 // PromoteRefusals counts the leader's refusals to promote node in any etcd log

@@ -155,7 +155,8 @@ func TestLearnerNotSynced(t *testing.T) {
 		return fmt.Sprintf(`{"level":"error","msg":"rejecting promote learner: learner is not ready","learner-ready-percent":%g,"ready-percent-threshold":0.9}`, pct)
 	}
 
-	learnerNamed := func(name string) *history.Observation {
+	// learnerNamed: cp2's learner named name; cp2's config gives it hostname.
+	learnerNamed := func(name, hostname string) *history.Observation {
 		return obs(func(o *history.Observation) {
 			converged(o)
 			ms := []history.Member{member(1, "cp1", cp1, false), member(2, name, cp2, true), member(3, "cp3", cp3, false)}
@@ -165,33 +166,42 @@ func TestLearnerNotSynced(t *testing.T) {
 			}
 
 			o.Nodes["cp2"].Etcd = running(false, errLearnerRPC)
+			o.Nodes["cp2"].Hostname = hostname
 		})
 	}
 
 	for _, tc := range []struct {
 		name     string
+		hostname string          // cp2's, when not its name
 		startsAt int             // second the learner is first seen named
 		refusals map[int]float64 // second → ready percent
 		want     bool
 	}{
-		{"behind for a minute", 1, map[int]float64{10: 0.6, 30: 0.5, 50: 0.4, 70: 0.3}, true},
-		{"a snapshot still on its way for a minute", 1, map[int]float64{10: 0, 30: 0, 50: 0, 70: 0}, true},
-		{"still starting for a minute", 60, map[int]float64{10: 0, 30: 0, 50: 0, 70: 0.5}, false},
-		{"refusals of the next learner", 1, map[int]float64{70: 0.5, 100: 0.5, 130: 0.5}, false},
+		{"behind for a minute", "", 1, map[int]float64{10: 0.6, 30: 0.5, 50: 0.4, 70: 0.3}, true},
+		{"behind for a minute, named by its hostname", "web-2", 1, map[int]float64{10: 0.6, 30: 0.5, 50: 0.4, 70: 0.3}, true},
+		{"a snapshot still on its way for a minute", "", 1, map[int]float64{10: 0, 30: 0, 50: 0, 70: 0}, true},
+		{"still starting for a minute", "", 60, map[int]float64{10: 0, 30: 0, 50: 0, 70: 0.5}, false},
+		{"still starting for a minute, named by its hostname", "web-2", 60, map[int]float64{10: 0, 30: 0, 50: 0, 70: 0.5}, false},
+		{"refusals of the next learner", "", 1, map[int]float64{70: 0.5, 100: 0.5, 130: 0.5}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var nodes []history.Node
-			for _, n := range learnerNamed("cp2").Ordered() {
+			named := tc.hostname
+			if named == "" {
+				named = "cp2"
+			}
+
+			for _, n := range learnerNamed(named, tc.hostname).Ordered() {
 				nodes = append(nodes, history.Node{Name: n.Name, Role: n.Role, Address: n.Address})
 			}
 
 			rec := history.NewRecorder(time.Time{}, clock.Real, nodes)
 
-			for _, n := range learnerNamed("").Ordered() {
+			for _, n := range learnerNamed("", tc.hostname).Ordered() {
 				rec.Observe(time.Second, n, false)
 			}
 
-			for _, n := range learnerNamed("cp2").Ordered() {
+			for _, n := range learnerNamed(named, tc.hostname).Ordered() {
 				rec.Observe(time.Duration(tc.startsAt)*time.Second, n, false)
 			}
 

@@ -95,12 +95,8 @@ func (r *Resilient) memberLists(ctx context.Context, env *Env) (*history.Observa
 			continue
 		}
 
-		no := &history.NodeObservation{Name: n.Name, Address: n.Address, Role: n.Role}
-		for _, m := range resp.GetMessages()[0].GetMembers() {
-			no.Members = append(no.Members, history.Member{ID: m.GetId(), Hostname: m.GetHostname(), PeerURLs: m.GetPeerUrls(), IsLearner: m.GetIsLearner()})
-		}
-
-		seen.Nodes[n.Name] = no
+		seen.Nodes[n.Name] = &history.NodeObservation{Name: n.Name, Address: n.Address, Hostname: n.Hostname, Addresses: n.Addresses,
+			Role: n.Role, Members: history.APIMembers(resp.GetMessages()[0].GetMembers())}
 	}
 
 	return seen, nil

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"slices"
 	"strings"
 	"time"
 
@@ -731,28 +730,17 @@ func (r *Resilient) reconfigure(ctx context.Context, env *Env, n target.Node, er
 	return nil
 }
 
-// memberOf is the node's member in the list: the one named as the node's
-// hostname (its config's, else its name), else one with a peer URL on one
-// of its addresses.
+// memberOf is the node's member in the list: one with a peer URL on one of
+// its addresses, else the one named as its hostname (history.Cluster.Member).
 func memberOf(members []*machine.EtcdMember, n target.Node) *machine.EtcdMember {
-	name := n.Hostname
-	if name == "" {
-		name = n.Name
+	m, ok := history.Cluster{Members: history.APIMembers(members)}.MemberOfTarget(n)
+	if !ok {
+		return nil
 	}
 
-	for _, m := range members {
-		if m.GetHostname() == name {
-			return m
-		}
-	}
-
-	addrs := append([]string{n.Address}, n.Addresses...)
-
-	for _, m := range members {
-		for _, u := range m.GetPeerUrls() {
-			if slices.Contains(addrs, history.HostOf(u)) {
-				return m
-			}
+	for _, am := range members {
+		if am.GetId() == m.ID {
+			return am
 		}
 	}
 
