@@ -2,6 +2,7 @@ package check
 
 import (
 	"context"
+	"net"
 	"strings"
 	"time"
 
@@ -106,12 +107,15 @@ func Examine(ctx context.Context, cfg *clientconfig.Config, addresses []string, 
 	return final, findings, nil
 }
 
+// endpointOf is the Talos API endpoint of an address as talosctl's -n takes
+// it: host, host:port, an IPv6 address bare or in brackets, with or without
+// a port.
 func endpointOf(address string) string {
-	if strings.Contains(address, ":") && !strings.Contains(address, "]") && strings.Count(address, ":") == 1 {
+	if _, _, err := net.SplitHostPort(address); err == nil {
 		return address
 	}
 
-	return address + ":50000"
+	return net.JoinHostPort(strings.Trim(address, "[]"), "50000")
 }
 
 // roleOf asks the node: control planes run an etcd service.
