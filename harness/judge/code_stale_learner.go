@@ -26,17 +26,8 @@ func staleLearner(ev *Evidence) []result.Diagnosis {
 			continue
 		}
 
-		owner := ""
-
-		for _, n := range ev.Final.Ordered() {
-			for _, u := range m.PeerURLs {
-				if history.HostOf(u) == n.Address {
-					owner = n.Name
-				}
-			}
-		}
-
-		out = append(out, diag("stale-learner", owner,
+		// Its node by its peer URLs: on any of the node's addresses.
+		out = append(out, diag("stale-learner", ev.Final.NodeOf(m),
 			fmt.Sprintf("member %s %v was added as a learner but never started", m.IDString(), m.PeerURLs),
 			fmt.Sprintf("EtcdMemberList: id %s, hostname \"\", is_learner true, peer URLs %v", m.IDString(), m.PeerURLs), ev.Now))
 	}
