@@ -1,5 +1,7 @@
 package chaos
 
+import "github.com/talchaos/talchaos/harness/history"
+
 // Bootstrapped is the trigger state "bootstrapped": the node's etcd is the first and only member of a new cluster.
 type Bootstrapped struct{ isState }
 
@@ -15,5 +17,12 @@ func (Bootstrapped) Describe(node string, _ int) string { return node + " is boo
 func (Bootstrapped) Holds(v View, node string, _ int) bool {
 	n := v.Obs.Nodes[node]
 
-	return len(n.Members) == 1 && n.Members[0].Hostname == n.EtcdName() && !n.Members[0].IsLearner
+	if n == nil || len(n.Members) != 1 || n.Members[0].IsLearner || n.Members[0].Hostname == "" {
+		return false
+	}
+
+	// Its own member, started (named): by its etcd's status, peer URL or name.
+	_, own := history.Cluster{Members: n.Members}.MemberOf(n)
+
+	return own
 }

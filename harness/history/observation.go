@@ -170,18 +170,23 @@ func (o *Observation) KubernetesNodes() (nodes []KubeNode, ok bool) {
 	return nil, false
 }
 
-// KubeNodeOf is node n's Kubernetes Node among nodes: the one with its
-// address, else its name.
+// KubeNodeOf is node n's Kubernetes Node among nodes: the one with one of its
+// addresses (the kubelet's node IP may be a further one), else the one named
+// as its hostname (the kubelet registers the hostname), else its name.
 func KubeNodeOf(nodes []KubeNode, n *NodeObservation) (KubeNode, bool) {
+	addrs := n.AllAddresses()
+
 	for _, k := range nodes {
-		if k.Address != "" && k.Address == n.Address {
+		if k.Address != "" && slices.Contains(addrs, k.Address) {
 			return k, true
 		}
 	}
 
-	for _, k := range nodes {
-		if k.Name == n.Name {
-			return k, true
+	for _, name := range []string{n.EtcdName(), n.Name} {
+		for _, k := range nodes {
+			if k.Name == name {
+				return k, true
+			}
 		}
 	}
 
