@@ -1264,10 +1264,11 @@ func TestIPv6AgainstUp(t *testing.T) {
 		return string(out), err
 	}
 
+	// Peer URLs in the etcd spec's order: the AdvertisedPeerController's.
 	want := []string{
-		"solcp01 https://[fd00:101::11]:2380,https://[fd00:101:fe::11]:2380 false",
-		"solcp02 https://[fd00:101::12]:2380,https://[fd00:101:fe::12]:2380 false",
-		"solcp03 https://[fd00:101::13]:2380,https://[fd00:101:fe::13]:2380 false",
+		"solcp01 https://[fd00:101:fe::11]:2380,https://[fd00:101::11]:2380 false",
+		"solcp02 https://[fd00:101:fe::12]:2380,https://[fd00:101::12]:2380 false",
+		"solcp03 https://[fd00:101:fe::13]:2380,https://[fd00:101::13]:2380 false",
 	}
 
 	var got []string

@@ -74,10 +74,13 @@ func TestOperatorsAddressesFormTheCluster(t *testing.T) {
 
 	eventually(t, 30*time.Second, func() error { return cl.Bootstrap(ctx, &machine.BootstrapRequest{}) })
 
+	// In the spec's order, subnet by subnet (FilterIPs): etcd's MemberAdd and
+	// initial cluster sort the URLs, and Talos's AdvertisedPeerController
+	// updates each member to the spec's order once its etcd is healthy.
 	want := []string{
-		"solcp01 https://[fd00:101::11]:2380,https://[fd00:101:fe::11]:2380",
-		"solcp02 https://[fd00:101::12]:2380,https://[fd00:101:fe::12]:2380",
-		"solcp03 https://[fd00:101::13]:2380,https://[fd00:101:fe::13]:2380",
+		"solcp01 https://[fd00:101:fe::11]:2380,https://[fd00:101::11]:2380",
+		"solcp02 https://[fd00:101:fe::12]:2380,https://[fd00:101::12]:2380",
+		"solcp03 https://[fd00:101:fe::13]:2380,https://[fd00:101::13]:2380",
 	}
 
 	eventually(t, 90*time.Second, func() error {

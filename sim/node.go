@@ -114,6 +114,7 @@ type Node struct {
 	stage       runtime.MachineStage
 	bootAllowed bool
 	etcdRun     *etcdRun
+	peers       advertisedPeers
 	kubelet     *service
 	// kubeletStop ends the kubelet runner and waits for it (a restart).
 	kubeletStop func()

@@ -81,6 +81,7 @@ func (n *Node) syncResources(ctx context.Context) error {
 		n.syncEtcdCerts(ctx),
 		n.syncConfig(ctx, cfg, persisted),
 		n.syncDiscovery(ctx, cfg),
+		n.syncAdvertisedPeers(ctx),
 	)
 }
 
