@@ -20,6 +20,21 @@ type advertisedPeers struct {
 	run     *etcdRun
 }
 
+// runAdvertisedPeers runs the controller for the boot, on its own as
+// machined's controllers run: its etcd calls wait for a quorum (up to 30 s),
+// which must not hold up the resources the other controllers write.
+func (n *Node) runAdvertisedPeers(ctx context.Context) {
+	for {
+		n.syncAdvertisedPeers(ctx)
+
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(controllerTick):
+		}
+	}
+}
+
 // syncAdvertisedPeers is etcd.AdvertisedPeerController (Talos v1.12.6
 // internal/app/machined/pkg/controllers/etcd/advertised_peer.go): while the
 // node's etcd service is Running and healthy, its member's peer URLs follow
@@ -29,28 +44,28 @@ type advertisedPeers struct {
 // "updated etcd peer URLs"; a failure is the controller's, logged as
 // controller-runtime does, and the controller runs again (here at the
 // controllers' next tick). The real controller runs on events (the
-// service's health, the spec); the sim's on the controllers' tick and wake.
-func (n *Node) syncAdvertisedPeers(ctx context.Context) error {
+// service's health, the spec); the sim's on the controllers' tick.
+func (n *Node) syncAdvertisedPeers(ctx context.Context) {
 	n.mu.Lock()
 	run, checked, checkedRun := n.etcdRun, n.peers.checked, n.peers.run
 	n.mu.Unlock()
 
 	if run == nil {
-		return nil
+		return
 	}
 
 	if _, healthy := run.svc.status(); !healthy {
-		return nil
+		return
 	}
 
 	spec, ok := n.etcdSpec()
 	if !ok {
-		return nil
+		return
 	}
 
 	want := etcdURLs(spec.advertised, etcdPeerPort)
 	if checkedRun == run && slices.Equal(checked, want) {
-		return nil
+		return
 	}
 
 	err := n.updateAdvertisedPeers(ctx, want)
@@ -59,17 +74,16 @@ func (n *Node) syncAdvertisedPeers(ctx context.Context) error {
 		n.peers = advertisedPeers{checked: want, run: run}
 		n.mu.Unlock()
 
-		return nil
+		return
 	}
 
 	if ctx.Err() != nil {
-		return nil //nolint:nilerr // the boot ended
+		return // the boot ended
 	}
 
 	n.machined.Printf("controller failed {\"component\": \"controller-runtime\", \"controller\": \"etcd.AdvertisedPeerController\", \"error\": %q}",
 		"error updating advertised peers: "+err.Error())
 
-	return nil
 }
 
 // updateAdvertisedPeers is the controller's updateAdvertisedPeers.

@@ -775,6 +775,7 @@ func (n *Node) boot() error {
 	}
 
 	n.goBoot(func() { n.runControllers(ctx) })
+	n.goBoot(func() { n.runAdvertisedPeers(ctx) })
 	n.goBoot(func() { n.runDiscovery(ctx) })
 
 	if err := n.api.Start(); err != nil {

@@ -81,7 +81,6 @@ func (n *Node) syncResources(ctx context.Context) error {
 		n.syncEtcdCerts(ctx),
 		n.syncConfig(ctx, cfg, persisted),
 		n.syncDiscovery(ctx, cfg),
-		n.syncAdvertisedPeers(ctx),
 	)
 }
 

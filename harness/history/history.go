@@ -55,10 +55,15 @@ func Declared(nodes []Node) *Observation {
 
 	o := NewObservation(0, names)
 	for _, n := range nodes {
-		o.Nodes[n.Name] = &NodeObservation{Name: n.Name, Address: n.Address, Hostname: n.Hostname, Addresses: n.Addresses, Role: n.Role, Mode: ModeUnknown}
+		o.Nodes[n.Name] = n.unobserved()
 	}
 
 	return o
+}
+
+// unobserved is the node as declared, not looked at.
+func (n Node) unobserved() *NodeObservation {
+	return &NodeObservation{Name: n.Name, Address: n.Address, Hostname: n.Hostname, Addresses: n.Addresses, Role: n.Role, Mode: ModeUnknown}
 }
 
 // Entry is one recorded thing. Exactly one of its pointers is set.

@@ -323,14 +323,9 @@ func (c Cluster) Member(hostname string, addresses ...string) (Member, bool) {
 }
 
 // MemberOfTarget finds node n's member by its config: its addresses, else
-// its hostname (Member).
+// its hostname (MemberOf, with no status to go by).
 func (c Cluster) MemberOfTarget(n target.Node) (Member, bool) {
-	name := n.Hostname
-	if name == "" {
-		name = n.Name
-	}
-
-	return c.Member(name, append([]string{n.Address}, n.Addresses...)...)
+	return c.MemberOf(NodeOf(n).unobserved())
 }
 
 // APIMembers are the members of a Talos EtcdMemberList answer.

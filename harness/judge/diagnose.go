@@ -35,7 +35,9 @@ type Evidence struct {
 	// cluster as the entries so far show it, each node's last API mode and
 	// whether it was in maintenance since it last left, the offset of the
 	// last observation.
-	nodes          []history.Node
+	nodes []history.Node
+	// declared maps members to nodes not looked at yet (nodeOf).
+	declared       *history.Observation
 	start          time.Time
 	cur            *history.Observation
 	mode           map[string]string

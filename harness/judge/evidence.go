@@ -64,6 +64,7 @@ func NewEvidence(h history.History, opts Options) *Evidence {
 		mode:           map[string]string{},
 		wasMaintenance: map[string]bool{},
 		nodes:          h.Nodes,
+		declared:       history.Declared(h.Nodes),
 		start:          h.Start,
 		cur:            history.NewObservation(0, names),
 		Clock:          clock.New(h.Scale),
@@ -355,7 +356,7 @@ func (ev *Evidence) nodeOf(m history.Member) string {
 		return node
 	}
 
-	return history.Declared(ev.nodes).NodeOf(m)
+	return ev.declared.NodeOf(m)
 }
 
 // PromoteRefusals counts the leader's refusals to promote node in any etcd log
