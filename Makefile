@@ -48,31 +48,32 @@ test: lint kube
 	@echo "[lanes start $$(date +%T)]"
 	$(MAKE) --no-print-directory -j4 test-lane-scenarios test-lane-sim test-lane-containers test-lane-cmd
 
-# make test runs in lanes side by side, balanced by measurement
-# (docs/measurements.md, "Stop 34", "Stop 39", "Stop 43", "Stop 44" and
-# "Stop 52"): the scenario suite (two processes), then the example
-# bootstrap's certification and the quick packages; the sim's tests, then
-# cmd/talchaos's real-target and replay tests; and cmd/talchaos's two tests
-# without the race detector (below: about four minutes, mostly waiting on
-# their runs' timers, a quarter of a core), after which two lanes go on
-# side by side: the containers' tests, then the fuzzers (on a fresh machine
-# building the fuzzers' instrumented test binaries takes about 1.5 minutes,
-# measured in docs/measurements.md "Stop 41"; they count inputs, no window
-# of theirs is timed, so they build and run at a lower priority than the
-# runs beside them, whose Talos minutes are seconds); and the rest of
-# cmd/talchaos's.
+# make test runs in four lanes side by side, balanced by measurement
+# (docs/measurements.md, "Stop 34", "Stop 39", "Stop 43", "Stop 44", "Stop 52"
+# and "Stop 55"): the scenario suite (three processes), then the example
+# bootstrap's certification and the quick packages; the race build, then the
+# sim's tests; and, once both the race build and cmd/talchaos's two tests
+# without the race detector are done, the containers' tests then the fuzzers,
+# and the rest of cmd/talchaos's then its real-target and replay tests.
 #
-# The steps mostly wait: at stop 52, on a fresh machine, three lanes used
-# 1.4 cores in all (each step's CPU is in make test's output). Only one
-# step compiles the race detector's build of the dependencies at first (the
-# sim's): go test processes do not share a build in progress, and the
-# containers' step started beside the sim's compiled it a second time, both
-# slower by minutes (stop 52). Three packages at once beside the suite's
-# two processes ran the machine at load 16 and lost Kubernetes built-ins,
-# sim and cmd to their deadlines at stop 34, before Step 14 cut the CPU a
-# verdict costs; at stop 52 that many, once the no-race step is done, ran
-# green.
-CMD_FIRST := ^(TestRealTarget|TestReplay)
+# Only one step compiles the race detector's build of the dependencies (the
+# race build: the three packages of minutes' test binaries in one go test,
+# running none of their tests): go test processes do not share a build in
+# progress, and at stop 52 the containers' step started beside the sim's
+# compiled it a second time, both slower by minutes. The fuzzers count
+# inputs, no window of theirs is timed, so they build (about 1.5 minutes on
+# a fresh machine, "Stop 41") and run at a lower priority than the runs
+# beside them, whose Talos minutes are seconds.
+#
+# The steps mostly wait on their runs' timers, but a cold make test is bound
+# by CPU: at stop 55, on a fresh machine, its lanes used 1.7 of the 2 cores
+# (each step's CPU is in make test's output), so a step moved from one lane
+# to another saves only the wait it leaves. Three packages at once beside the
+# suite's two processes ran the machine at load 16 and lost Kubernetes
+# built-ins, sim and cmd to their deadlines at stop 34, before Step 14 cut
+# the CPU a verdict costs; at stop 52 that many, once the no-race step was
+# done, ran green.
+CMD_LAST := ^(TestRealTarget|TestReplay)
 # Two of cmd/talchaos's tests run without the race detector: each runs
 # whole scenarios again and again (the real target against the sim, three
 # built-ins twice; a night's catalogue sharded and merged, twice), their
@@ -82,8 +83,9 @@ CMD_FIRST := ^(TestRealTarget|TestReplay)
 # (docs/measurements.md "Stop 44"): a tenth of what make test's lanes shared then.
 CMD_NORACE := ^(TestRealTargetMatchesSim|TestShardedNightlyMergesAsTheWorkflowDoes)$$
 # The rest of cmd/talchaos: all but the two steps above.
-CMD_APART := $(CMD_FIRST)|$(CMD_NORACE)
+CMD_APART := $(CMD_LAST)|$(CMD_NORACE)
 QUICK_PACKAGES = $$($(GO) list ./... | grep -v -e '/scenarios$$' -e '/sim/container$$' -e '/talchaos/sim$$' -e '/cmd/talchaos$$' -e '/examples/bootstrap$$')
+RACE_PACKAGES := ./sim ./sim/container ./cmd/talchaos
 
 # Each lane's steps say when they start and end (LANE_MARK), and what each
 # took in wall time and in CPU (STEP: bash's time, whose user and sys count
@@ -100,28 +102,35 @@ test-lane-scenarios:
 	$(call STEP,packages) $(GO) test -count=1 -race -timeout 8m -p 1 ./examples/bootstrap $(QUICK_PACKAGES)
 	$(LANE_MARK) done
 
-test-lane-sim:
+test-lane-sim: test-step-race-build
 	$(LANE_MARK) sim
 	$(call STEP,sim) $(GO) test -count=1 -race -timeout 12m ./sim
-	$(LANE_MARK) cmd real-target and replay
-	$(call STEP,cmd real-target and replay) $(GO) test -count=1 -race -timeout 12m -run '$(CMD_FIRST)' -skip '$(CMD_NORACE)' ./cmd/talchaos
 	$(LANE_MARK) done
 
-test-lane-containers: test-step-norace
+test-lane-containers: test-step-norace test-step-race-build
 	$(LANE_MARK) containers
 	$(call STEP,containers) $(GO) test -count=1 -race -timeout 12m ./sim/container
 	$(LANE_MARK) fuzz
 	$(call STEP,fuzz) nice -n 10 $(MAKE) --no-print-directory fuzz
 	$(LANE_MARK) done
 
-test-lane-cmd: test-step-norace
+test-lane-cmd: test-step-norace test-step-race-build
 	$(LANE_MARK) cmd
 	$(call STEP,cmd) $(GO) test -count=1 -race -timeout 12m -skip '$(CMD_APART)' ./cmd/talchaos
+	$(LANE_MARK) cmd real-target and replay
+	$(call STEP,cmd real-target and replay) $(GO) test -count=1 -race -timeout 12m -run '$(CMD_LAST)' -skip '$(CMD_NORACE)' ./cmd/talchaos
 	$(LANE_MARK) done
 
 test-step-norace:
 	$(LANE_MARK) cmd without the race detector
 	$(call STEP,cmd without the race detector) $(GO) test -count=1 -timeout 10m -run '$(CMD_NORACE)' ./cmd/talchaos
+
+# The race build: compiles and links the test binaries of the packages
+# whose tests take minutes, running none of their tests (their TestMain
+# functions run: the containers' builds its node binary).
+test-step-race-build:
+	$(LANE_MARK) race build
+	$(call STEP,race build) $(GO) test -count=1 -race -run '^$$' $(RACE_PACKAGES)
 
 # Every package's tests, as one go test (what the lanes run, in one).
 test-packages:
@@ -133,9 +142,10 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzReadReport$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) -parallel $(FUZZPAR) ./reports
 	$(GO) test -run '^$$' -fuzz '^FuzzReadLedger$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) -parallel $(FUZZPAR) ./reports/stats
 
-# The scenario suite runs in two processes beside the other packages' tests:
-# its runs mostly wait on Talos's timers, and one after the other they took
-# longer than everything else together. Ginkgo's processes and its CLI talk
+# The scenario suite runs in three processes beside the other packages'
+# tests: its runs mostly wait on Talos's timers (its two processes used a
+# third of a core at stop 55), and one after the other they took longer
+# than everything else together. Ginkgo's processes and its CLI talk
 # over loopback, so they share one network namespace (hack/innetns), where
 # the built-ins with cluster.network take their addresses.
 #
@@ -157,7 +167,7 @@ SUITE_LEAKS := $(CURDIR)/bin/suite-leaks
 test-scenarios:
 	$(GO) build -o bin/ginkgo github.com/onsi/ginkgo/v2/ginkgo
 	rm -rf $(SUITE_LEAKS) && mkdir -p $(SUITE_LEAKS)
-	TALCHAOS_SUITE_LEAKS=$(SUITE_LEAKS) $(GO) run ./hack/innetns -- bin/ginkgo --procs=2 --timeout=12m --no-color --succinct ./scenarios \
+	TALCHAOS_SUITE_LEAKS=$(SUITE_LEAKS) $(GO) run ./hack/innetns -- bin/ginkgo --procs=3 --timeout=12m --no-color --succinct ./scenarios \
 		|| { cat $(SUITE_LEAKS)/* 2>/dev/null; exit 1; }
 
 # What make test leaves out to stay within 15 minutes on 2 cores: every

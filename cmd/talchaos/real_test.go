@@ -22,6 +22,11 @@ func TestRealTargetMatchesSim(t *testing.T) {
 
 	for _, name := range []string{"happy-path", "half-applied-config", "stale-learner"} {
 		t.Run(name, func(t *testing.T) {
+			// Side by side: each run mostly waits on its Talos timers (a
+			// tenth of a core each), and one after the other the three
+			// took two and a half minutes of make test's longest lane.
+			t.Parallel()
+
 			dir := t.TempDir()
 
 			// The built-in at 20x, not its 60x: its windows (stale-learner's
