@@ -20,18 +20,23 @@ type Verdict struct {
 	Diagnoses []result.Diagnosis
 	Checks    []result.Check
 	// Verdict is result.Pass or result.Fail, or result.Error when the
-	// expectations failed across a long stall of talchaos's own process
-	// (Void says which): the run could not be carried out as the scenario
-	// says.
+	// run could not be carried out as the scenario says: a fault could not
+	// be injected or healed (Error says which), or the expectations failed
+	// across a long stall of talchaos's own process (Void says which).
 	Verdict string
+	Error   string
 	Void    string
 }
 
-// Apply sets res's outcome, diagnoses, checks and verdict to v's; a voided
-// verdict sets res.Voided and says why in res.Error.
+// Apply sets res's outcome, diagnoses, checks and verdict to v's; a verdict
+// error says why in res.Error, and a voided one sets res.Voided.
 func (v Verdict) Apply(res *result.Result) {
 	res.Outcome, res.Diagnoses, res.Checks, res.Verdict = v.Outcome, v.Diagnoses, v.Checks, v.Verdict
-	res.Error, res.Voided = v.Void, v.Void != ""
+	res.Error, res.Voided = v.Error, false
+
+	if v.Void != "" {
+		res.Error, res.Voided = v.Void, true
+	}
 }
 
 // Judge judges a run's history against the scenario's expectations.
@@ -58,7 +63,9 @@ func Judge(h history.History, exp scenario.Expect) Verdict {
 		}
 	}
 
-	if v.Verdict == result.Fail {
+	if why := faultFailures(h); why != "" {
+		v.Verdict, v.Error = result.Error, why
+	} else if v.Verdict == result.Fail {
 		if why := stallVoids(h); why != "" {
 			v.Verdict, v.Void = result.Error, why
 		}
