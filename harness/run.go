@@ -10,12 +10,15 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"runtime/pprof"
+	"strconv"
 	"time"
 
 	clientconfig "github.com/siderolabs/talos/pkg/machinery/client/config"
 	"github.com/siderolabs/talos/pkg/machinery/config"
 	"github.com/siderolabs/talos/pkg/machinery/config/generate"
+	"github.com/siderolabs/talos/pkg/machinery/constants"
 
 	"github.com/talchaos/talchaos/harness/buildinfo"
 	"github.com/talchaos/talchaos/harness/chaos"
@@ -268,6 +271,10 @@ func runCluster(ctx context.Context, sc *scenario.Scenario, clk clock.Clock, opt
 		Destructive:   opts.Destructive(),
 		Kubernetes:    sc.Cluster.Kubernetes,
 		UpgradeTo:     sc.Orchestrator.UpgradeTo,
+	}
+
+	if sc.Cluster.Network != nil && sc.Cluster.Network.EndpointAddr().IsValid() {
+		env.ClusterEndpoint = net.JoinHostPort(sc.Cluster.Network.EndpointAddr().String(), strconv.Itoa(constants.ApidPort))
 	}
 
 	if cf, ok := cluster.(target.ClientFaults); ok {

@@ -2,11 +2,13 @@ package orchestrator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/siderolabs/talos/pkg/machinery/api/machine"
+	"github.com/siderolabs/talos/pkg/machinery/client"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -27,6 +29,11 @@ import (
 //   - wait: `talosctl etcd members | grep -c "false$"` every 5 s until there are
 //     as many non-learner members as control planes.
 //
+// With ThroughCluster the bootstrap and the wait go through the cluster's
+// endpoint (`talosctl -e VIP -n NODE`), as a script that takes the VIP for
+// its Talos endpoint does (cozystack/talos-bootstrap#30): a shared IP that
+// Talos elects through etcd answers no one before the bootstrap.
+//
 // It never removes members, never checks maintenance state and never falls back
 // to another client.
 type Naive struct {
@@ -36,6 +43,23 @@ type Naive struct {
 	// BootstrapNodes, when set, bootstraps each of them in turn (a script
 	// looping over nodes, talos #5500) instead of only the bootstrap node.
 	BootstrapNodes []string
+	// ThroughCluster sends the talosconfig client's calls through
+	// Env.ClusterEndpoint, routed on to their node.
+	ThroughCluster bool
+}
+
+// secure opens the talosconfig client to node: at its own address, or
+// through the cluster's endpoint.
+func (n *Naive) secure(ctx context.Context, env *Env, node target.Node) (*client.Client, error) {
+	if !n.ThroughCluster {
+		return env.secure(ctx, node)
+	}
+
+	if env.ClusterEndpoint == "" {
+		return nil, errors.New("the cluster has no endpoint to call through (cluster.network.endpoint)")
+	}
+
+	return env.secureThrough(ctx, node, env.ClusterEndpoint)
 }
 
 // Name implements Orchestrator.
@@ -159,7 +183,7 @@ func bootstrapDecision(err error) bootstrapOutcome {
 }
 
 func (n *Naive) bootstrap(ctx context.Context, env *Env, boot target.Node) error {
-	sec, err := env.secure(ctx, boot)
+	sec, err := n.secure(ctx, env, boot)
 	if err != nil {
 		env.call(boot.Name, "Bootstrap", err)
 
@@ -229,7 +253,7 @@ func missingVoters(cps []target.Node, voters []string) []string {
 }
 
 func (n *Naive) wait(ctx context.Context, env *Env, boot target.Node, want int) error {
-	sec, err := env.secure(ctx, boot)
+	sec, err := n.secure(ctx, env, boot)
 	if err != nil {
 		return fmt.Errorf("etcd members on %s: %w", boot.Name, err)
 	}

@@ -57,6 +57,10 @@ type Env struct {
 	// UpgradeTo, when set, is the installer image every node is upgraded to
 	// once the bootstrap is done (scenario orchestrator.upgradeTo).
 	UpgradeTo string
+	// ClusterEndpoint is the cluster's Talos API endpoint (host:port of
+	// cluster.network.endpoint), for an orchestrator that calls through it
+	// (scenario orchestrator.endpoint: cluster); "" when the cluster has none.
+	ClusterEndpoint string
 }
 
 // rollingUpgrade runs after a bootstrap that succeeded, when the scenario
@@ -109,7 +113,7 @@ func New(o scenario.Orchestrator) (Orchestrator, error) {
 	case "resilient", "":
 		return &Resilient{}, nil
 	case "naive":
-		return &Naive{RetryApply: o.RetryApply, BootstrapNodes: slices.Clone(o.BootstrapNodes)}, nil
+		return &Naive{RetryApply: o.RetryApply, BootstrapNodes: slices.Clone(o.BootstrapNodes), ThroughCluster: o.Endpoint == scenario.EndpointCluster}, nil
 	case "exec":
 		if len(o.Command) == 0 || o.Command[0] == "" {
 			return nil, errors.New("the exec orchestrator needs a command")
@@ -206,6 +210,13 @@ func (e *Env) step(msg string) {
 // secure opens a talosconfig client to the node; the caller closes it.
 func (e *Env) secure(ctx context.Context, n target.Node) (*client.Client, error) {
 	return talosclient.WithConfig(ctx, e.Talosconfig, n.Endpoint, e.dialOptions(n, history.ClientTalosconfig)...)
+}
+
+// secureThrough opens a talosconfig client that reaches the node through
+// endpoint, a Talos API that proxies each call on to it (talosctl -e
+// ENDPOINT -n NODE); the caller closes it.
+func (e *Env) secureThrough(ctx context.Context, n target.Node, endpoint string) (*client.Client, error) {
+	return talosclient.WithConfig(ctx, e.Talosconfig, endpoint, append(e.dialOptions(n, history.ClientTalosconfig), talosclient.Routed(n.Address)...)...)
 }
 
 // insecure opens a maintenance client to the node; the caller closes it.

@@ -68,6 +68,10 @@ const (
 // Orchestrators are the bootstrap strategies orchestrator.name can pick.
 var Orchestrators = []string{"resilient", "naive", "exec"}
 
+// EndpointCluster is orchestrator.endpoint's one value: the talosconfig
+// client's calls go through cluster.network.endpoint.
+const EndpointCluster = "cluster"
+
 // NodeNames lists the cluster's nodes: control planes cp1..cpN, then workers w1..wM.
 func (c Cluster) NodeNames() []string {
 	names := make([]string, 0, max(c.ControlPlanes, 0)+max(c.Workers, 0))

@@ -196,6 +196,13 @@ type Orchestrator struct {
 	// turn, as a script looping over nodes does (talos #5500), instead of only
 	// BootstrapNode.
 	BootstrapNodes []string `yaml:"bootstrapNodes"`
+	// Endpoint (naive only) is where the talosconfig client's calls go:
+	// "" each node's own address; "cluster" the cluster's endpoint
+	// (cluster.network.endpoint, a shared IP or a load balancer's), every
+	// call routed on to its node, as `talosctl -e ENDPOINT -n NODE` does (a
+	// script bootstrapping through the VIP, cozystack/talos-bootstrap#30).
+	// The insecure apply still goes to each node's address.
+	Endpoint string `yaml:"endpoint"`
 	// Talosconfig is what the orchestrator authenticates with: "" the cluster's
 	// own; "other-secrets" one generated from another secrets bundle, as after
 	// `talosctl gen config --force` regenerated the talosconfig (field report FR-001).

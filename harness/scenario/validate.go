@@ -147,6 +147,16 @@ func (v *validator) orchestrator() {
 		v.errorf("orchestrator.bootstrapNodes", "only used by the naive orchestrator, not %q", o.Name)
 	}
 
+	switch {
+	case o.Endpoint == "":
+	case o.Endpoint != EndpointCluster:
+		v.errorf("orchestrator.endpoint", "unknown Talos API endpoint %q: %q (the cluster's endpoint), or leave it out for each node's own address", o.Endpoint, EndpointCluster)
+	case o.Name != "naive":
+		v.errorf("orchestrator.endpoint", "only used by the naive orchestrator, not %q", o.Name)
+	case v.s.Cluster.Network == nil || v.s.Cluster.Network.Endpoint == "":
+		v.errorf("orchestrator.endpoint", "%q needs cluster.network.endpoint: the address the calls go to", o.Endpoint)
+	}
+
 	for i, n := range o.BootstrapNodes {
 		if v.nodes != nil && !(IsControlPlane(n) && slices.Contains(v.nodes, n)) {
 			v.errorf(fmt.Sprintf("orchestrator.bootstrapNodes[%d]", i), "%q is not a control-plane node: one of %s", n, strings.Join(v.controlPlanes(), ", "))
