@@ -37,6 +37,9 @@ import (
 //	                         `talosctl kubeconfig` would write it once the cluster is up
 //	TALCHAOS_UPGRADE_IMAGE   with orchestrator.upgradeTo, the installer image to upgrade
 //	                         every node to once the bootstrap is done
+//	TALCHAOS_CLUSTER_ENDPOINT with cluster.network.endpoint, the cluster's Talos API
+//	                         endpoint (host:port: a shared IP, which answers only once
+//	                         etcd runs), for a command that takes it for talosctl -e
 //
 // Its stdout and stderr go to the event log line by line ("orchestrator.exec").
 // It dies with talchaos: when the context ends its whole process group is
@@ -191,6 +194,10 @@ func (e *Exec) prepare(env *Env, dir string) ([]string, error) {
 	// to this image once its bootstrap is done.
 	if env.UpgradeTo != "" {
 		vars = append(vars, "TALCHAOS_UPGRADE_IMAGE="+env.UpgradeTo)
+	}
+
+	if env.ClusterEndpoint != "" {
+		vars = append(vars, "TALCHAOS_CLUSTER_ENDPOINT="+env.ClusterEndpoint)
 	}
 
 	return append(vars,

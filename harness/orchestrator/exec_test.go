@@ -97,6 +97,7 @@ func readFile(t *testing.T, path string) string {
 
 func TestExecEnvironmentAndFiles(t *testing.T) {
 	env := testEnv(t)
+	env.ClusterEndpoint = "127.0.0.200:50000"
 
 	out := t.TempDir()
 	t.Setenv("TALCHAOS_TEST_OUT", out)
@@ -142,6 +143,7 @@ printf 'blank next\n\nno newline at the end'
 	configs := filepath.Join(dir, "configs")
 	want := []string{
 		"TALCHAOS_BOOTSTRAP_NODE=127.0.0.202",
+		"TALCHAOS_CLUSTER_ENDPOINT=127.0.0.200:50000",
 		"TALCHAOS_CONFIG_CP1=" + filepath.Join(configs, "cp1.yaml"),
 		"TALCHAOS_CONFIG_CP2=" + filepath.Join(configs, "cp2.yaml"),
 		"TALCHAOS_CONFIG_DIR=" + configs,
