@@ -54,8 +54,8 @@ test: lint kube
 # bootstrap's certification and the quick packages; the race build, then the
 # sim's tests; once both the race build and cmd/talchaos's two tests without
 # the race detector are done, the containers' tests then cmd/talchaos's
-# real-target and replay tests, and the rest of cmd/talchaos's; and the
-# fuzzers, at a lower priority from the start.
+# real-target and replay tests, and the rest of cmd/talchaos's; and, after
+# the race build, the fuzzers at a lower priority.
 #
 # Only one step compiles the race detector's build of the dependencies (the
 # race build: the three packages of minutes' test binaries in one go test,
@@ -65,8 +65,9 @@ test: lint kube
 # inputs, no window of theirs is timed, so they build (about 1.5 minutes on
 # a fresh machine, "Stop 41"; their instrumented build is another build of
 # every package) and run at a lower priority than the runs beside them,
-# whose Talos minutes are seconds: they take what CPU the lanes leave, which
-# while the race build runs is little.
+# whose Talos minutes are seconds: they take what CPU the lanes leave. Not
+# beside the race build, which every lane but the suite's waits for and
+# which uses both cores: its compiles would share them with the fuzzers'.
 #
 # The steps mostly wait on their runs' timers, but a cold make test is bound
 # by CPU: at stop 55, on a fresh machine, its lanes used 1.7 of the 2 cores
@@ -122,7 +123,7 @@ test-lane-cmd: test-step-norace test-step-race-build
 	$(call STEP,cmd) $(GO) test -count=1 -race -timeout 12m -skip '$(CMD_APART)' ./cmd/talchaos
 	$(LANE_MARK) done
 
-test-lane-fuzz:
+test-lane-fuzz: test-step-race-build
 	$(LANE_MARK) fuzz
 	$(call STEP,fuzz) nice -n 10 $(MAKE) --no-print-directory fuzz
 	$(LANE_MARK) done

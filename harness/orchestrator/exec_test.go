@@ -461,9 +461,13 @@ func TestExecCommandDiesWithTalchaos(t *testing.T) {
 				child, _ = strconv.Atoi(b)
 			}
 		case <-time.After(30 * time.Second):
+			// What the helper and its children were doing (seen once
+			// under a loaded make test: the helper silent for 30 s).
+			state := procState(helper.Process.Pid)
+
 			helper.Process.Kill() //nolint:errcheck
 			helper.Wait()         //nolint:errcheck
-			t.Fatal("the command never reported its pid")
+			t.Fatalf("the command never reported its pid; the helper and its children then:\n%s", state)
 		}
 	}
 
@@ -599,4 +603,42 @@ func TestNew(t *testing.T) {
 			}
 		}
 	}
+}
+
+// procState describes pid and its children from /proc: each one's state,
+// what it waits in (wchan) and its command line, a line each.
+func procState(pid int) string {
+	var b strings.Builder
+
+	describe := func(p int) {
+		stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))       //nolint:errcheck // a gone process reads empty
+		wchan, _ := os.ReadFile(fmt.Sprintf("/proc/%d/wchan", p))     //nolint:errcheck
+		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p)) //nolint:errcheck
+		fmt.Fprintf(&b, "  %d wchan %s stat %s cmd %s\n", p, wchan, strings.TrimSpace(string(stat)), strings.ReplaceAll(string(cmdline), "\x00", " "))
+	}
+
+	describe(pid)
+
+	entries, _ := os.ReadDir("/proc") //nolint:errcheck
+
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))
+		if err != nil {
+			continue
+		}
+
+		// The fields after the command's closing parenthesis: state, ppid.
+		if i := strings.LastIndexByte(string(stat), ')'); i > 0 {
+			if f := strings.Fields(string(stat[i+1:])); len(f) > 1 && f[1] == strconv.Itoa(pid) {
+				describe(p)
+			}
+		}
+	}
+
+	return b.String()
 }
