@@ -7,7 +7,7 @@ SCENARIO ?= too-many-learners
 SEED     ?= 1
 REPORT   ?= talchaos-report
 
-.PHONY: all build run test test-lane-scenarios test-lane-cmd test-lane-sim test-lane-containers test-lane-fuzz test-step-norace test-step-race-build test-packages test-scenarios fuzz test-long lint bench bench-go clean kube
+.PHONY: all build run test test-lane-scenarios test-lane-cmd test-lane-sim test-lane-containers test-step-norace test-step-race-build test-packages test-scenarios fuzz test-long lint bench bench-go clean kube
 
 all: build
 
@@ -46,16 +46,16 @@ FUZZMIN  ?= 20x
 
 test: lint kube
 	@echo "[lanes start $$(date +%T)]"
-	$(MAKE) --no-print-directory -j5 test-lane-scenarios test-lane-sim test-lane-containers test-lane-cmd test-lane-fuzz
+	$(MAKE) --no-print-directory -j4 test-lane-scenarios test-lane-sim test-lane-containers test-lane-cmd
 
-# make test runs in five lanes side by side, balanced by measurement
+# make test runs in four lanes side by side, balanced by measurement
 # (docs/measurements.md, "Stop 34", "Stop 39", "Stop 43", "Stop 44", "Stop 52"
 # and "Stop 55"): the scenario suite (three processes), then the example
 # bootstrap's certification and the quick packages; the race build, then the
-# sim's tests; once both the race build and cmd/talchaos's two tests without
-# the race detector are done, the containers' tests then cmd/talchaos's
-# real-target and replay tests, and the rest of cmd/talchaos's; and, after
-# the race build, the fuzzers at a lower priority.
+# sim's tests; and, once both the race build and cmd/talchaos's two tests
+# without the race detector are done, the containers' tests then the
+# fuzzers, and the rest of cmd/talchaos's then its real-target and replay
+# tests.
 #
 # Only one step compiles the race detector's build of the dependencies (the
 # race build: the three packages of minutes' test binaries in one go test,
@@ -65,9 +65,9 @@ test: lint kube
 # inputs, no window of theirs is timed, so they build (about 1.5 minutes on
 # a fresh machine, "Stop 41"; their instrumented build is another build of
 # every package) and run at a lower priority than the runs beside them,
-# whose Talos minutes are seconds: they take what CPU the lanes leave. Not
-# beside the race build, which every lane but the suite's waits for and
-# which uses both cores: its compiles would share them with the fuzzers'.
+# whose Talos minutes are seconds. In a lane of their own, beside the race
+# build or after it, they took what the timed runs needed and make test was
+# slower ("Stop 55").
 #
 # The steps mostly wait on their runs' timers, but a cold make test is bound
 # by CPU: at stop 55, on a fresh machine, its lanes used 1.7 of the 2 cores
@@ -114,18 +114,15 @@ test-lane-sim: test-step-race-build
 test-lane-containers: test-step-norace test-step-race-build
 	$(LANE_MARK) containers
 	$(call STEP,containers) $(GO) test -count=1 -race -timeout 12m ./sim/container
-	$(LANE_MARK) cmd real-target and replay
-	$(call STEP,cmd real-target and replay) $(GO) test -count=1 -race -timeout 12m -run '$(CMD_LAST)' -skip '$(CMD_NORACE)' ./cmd/talchaos
+	$(LANE_MARK) fuzz
+	$(call STEP,fuzz) nice -n 10 $(MAKE) --no-print-directory fuzz
 	$(LANE_MARK) done
 
 test-lane-cmd: test-step-norace test-step-race-build
 	$(LANE_MARK) cmd
 	$(call STEP,cmd) $(GO) test -count=1 -race -timeout 12m -skip '$(CMD_APART)' ./cmd/talchaos
-	$(LANE_MARK) done
-
-test-lane-fuzz: test-step-race-build
-	$(LANE_MARK) fuzz
-	$(call STEP,fuzz) nice -n 10 $(MAKE) --no-print-directory fuzz
+	$(LANE_MARK) cmd real-target and replay
+	$(call STEP,cmd real-target and replay) $(GO) test -count=1 -race -timeout 12m -run '$(CMD_LAST)' -skip '$(CMD_NORACE)' ./cmd/talchaos
 	$(LANE_MARK) done
 
 test-step-norace:
