@@ -97,6 +97,15 @@ func Classify(err error) Failure {
 
 	switch s.Code() {
 	case codes.DeadlineExceeded, codes.Canceled:
+		// The deadline ran out while gRPC was still picking a connection
+		// (grpc-go picker_wrapper.go: "... while waiting for connections to
+		// become ready", or "latest balancer error: ..."): the call was never
+		// sent. Through an address no host answers for, the dial's own
+		// timeout and the call's race.
+		if strings.Contains(msg, "while waiting for connections to become ready") || strings.HasPrefix(msg, "latest balancer error: ") {
+			return FailureNoConnection
+		}
+
 		return FailureNoAnswer
 	case codes.Unavailable:
 		// gRPC prefixes failures to set up the connection with "connection

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -316,19 +317,28 @@ func (c *Cluster) createOperatorNetwork(ctx context.Context) (netip.Addr, error)
 		c.hostEnds = append(c.hostEnds, gw)
 	}
 
+	opts := []tcnetwork.NetworkCustomizer{
+		tcnetwork.WithLabels(maps.Clone(c.labels)),
+		tcnetwork.WithIPAM(&network.IPAM{Driver: "default", Config: ipam}),
+	}
+
+	// IPv6 only with an IPv6 subnet of the scenario's: enabled without one,
+	// Docker takes an IPv6 subnet from its default pools, which an engine
+	// may not have ("could not find an available, non-overlapping IPv6
+	// address pool among the defaults").
+	if slices.ContainsFunc(ipam, func(cfg network.IPAMConfig) bool { return cfg.Subnet.Addr().Is6() }) {
+		opts = append(opts, tcnetwork.WithEnableIPv6())
+	}
+
 	for {
-		nw, err := tcnetwork.New(ctx,
-			tcnetwork.WithLabels(maps.Clone(c.labels)),
-			tcnetwork.WithEnableIPv6(),
-			tcnetwork.WithIPAM(&network.IPAM{Driver: "default", Config: ipam}),
-		)
+		nw, err := tcnetwork.New(ctx, opts...)
 		if err == nil {
 			c.net = nw
 
 			return first, nil
 		}
 
-		if !strings.Contains(err.Error(), "overlap") {
+		if !anotherNetworkHolds(err) {
 			return netip.Addr{}, fmt.Errorf("creating the network: %w", err)
 		}
 
@@ -339,6 +349,16 @@ func (c *Cluster) createOperatorNetwork(ctx context.Context) (netip.Addr, error)
 		case <-time.After(time.Second):
 		}
 	}
+}
+
+// anotherNetworkHolds reports whether Docker refused a network because
+// another network has one of its subnets ("Pool overlaps with other one on
+// this address space", moby's libnetwork ipam), which another run of a
+// scenario with these subnets can hold for a while. Docker's other refusals,
+// "could not find an available, non-overlapping IPv6 address pool among the
+// defaults" among them, are final.
+func anotherNetworkHolds(err error) bool {
+	return strings.Contains(err.Error(), "Pool overlaps with other one")
 }
 
 // waitHostEnds waits until the host can use its end of the run's network in
