@@ -8,7 +8,6 @@ import (
 
 	"github.com/siderolabs/talos/pkg/machinery/api/common"
 	clientconfig "github.com/siderolabs/talos/pkg/machinery/client/config"
-	"google.golang.org/grpc"
 
 	"github.com/talchaos/talchaos/harness/clock"
 	"github.com/talchaos/talchaos/harness/eventlog"
@@ -123,10 +122,7 @@ func roleOf(ctx context.Context, cfg *clientconfig.Config, n target.Node) target
 	ctx, cancel := context.WithTimeout(ctx, roleTimeout)
 	defer cancel()
 
-	endpoint, opts := n.Endpoint, []grpc.DialOption(nil)
-	if n.Via != "" {
-		endpoint, opts = n.Via, talosclient.Routed(n.Address)
-	}
+	endpoint, opts := talosclient.SecureEndpoint(n)
 
 	c, err := talosclient.WithConfig(ctx, cfg, endpoint, opts...)
 	if err != nil {

@@ -140,10 +140,8 @@ func NewObserver(ctx context.Context, nodes []target.Node, cfg *clientconfig.Con
 		direct := n
 		direct.Endpoint = n.ObserverEndpoint()
 
-		secEndpoint, secOpts := direct.Endpoint, talosclient.ForNode(direct, nil)
-		if n.Via != "" {
-			secEndpoint, secOpts = n.Via, append(secOpts, talosclient.Routed(n.Address)...)
-		}
+		secEndpoint, routed := talosclient.SecureEndpoint(direct)
+		secOpts := append(talosclient.ForNode(direct, nil), routed...)
 
 		sec, err := talosclient.WithConfig(ctx, cfg, secEndpoint, secOpts...)
 		if err != nil {

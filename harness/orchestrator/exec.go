@@ -37,7 +37,8 @@ import (
 //	                         `talosctl kubeconfig` would write it once the cluster is up
 //	TALCHAOS_UPGRADE_IMAGE   with orchestrator.upgradeTo, the installer image to upgrade
 //	                         every node to once the bootstrap is done
-//	TALCHAOS_CLUSTER_ENDPOINT with cluster.network.endpoint, the cluster's Talos API
+//	TALCHAOS_CLUSTER_ENDPOINT
+//	                         with cluster.network.endpoint, the cluster's Talos API
 //	                         endpoint (host:port: a shared IP, which answers only once
 //	                         etcd runs), for a command that takes it for talosctl -e
 //

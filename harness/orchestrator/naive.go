@@ -59,7 +59,9 @@ func (n *Naive) secure(ctx context.Context, env *Env, node target.Node) (*client
 		return nil, errors.New("the cluster has no endpoint to call through (cluster.network.endpoint)")
 	}
 
-	return env.secureThrough(ctx, node, env.ClusterEndpoint)
+	node.Via = env.ClusterEndpoint
+
+	return env.secure(ctx, node)
 }
 
 // Name implements Orchestrator.

@@ -207,16 +207,12 @@ func (e *Env) step(msg string) {
 	e.Record.Step("", msg)
 }
 
-// secure opens a talosconfig client to the node; the caller closes it.
+// secure opens a talosconfig client to the node (through n.Via when set);
+// the caller closes it.
 func (e *Env) secure(ctx context.Context, n target.Node) (*client.Client, error) {
-	return talosclient.WithConfig(ctx, e.Talosconfig, n.Endpoint, e.dialOptions(n, history.ClientTalosconfig)...)
-}
+	endpoint, routed := talosclient.SecureEndpoint(n)
 
-// secureThrough opens a talosconfig client that reaches the node through
-// endpoint, a Talos API that proxies each call on to it (talosctl -e
-// ENDPOINT -n NODE); the caller closes it.
-func (e *Env) secureThrough(ctx context.Context, n target.Node, endpoint string) (*client.Client, error) {
-	return talosclient.WithConfig(ctx, e.Talosconfig, endpoint, append(e.dialOptions(n, history.ClientTalosconfig), talosclient.Routed(n.Address)...)...)
+	return talosclient.WithConfig(ctx, e.Talosconfig, endpoint, append(e.dialOptions(n, history.ClientTalosconfig), routed...)...)
 }
 
 // insecure opens a maintenance client to the node; the caller closes it.

@@ -58,6 +58,17 @@ func ForNode(n target.Node, faults target.ClientFaults) []grpc.DialOption {
 	return opts
 }
 
+// SecureEndpoint is where the talosconfig client reaches n: its endpoint,
+// or, with n.Via, that endpoint with every call routed on to n's address
+// (Routed), as talosctl -e VIA -n ADDRESS does.
+func SecureEndpoint(n target.Node) (string, []grpc.DialOption) {
+	if n.Via != "" {
+		return n.Via, Routed(n.Address)
+	}
+
+	return n.Endpoint, nil
+}
+
 // Routed are the dial options that send every call through a Talos API
 // endpoint on to node, as talosctl -e ENDPOINT -n NODE does: apid proxies a
 // call carrying the node's address in the "node" metadata (client.WithNode).
