@@ -20,8 +20,9 @@ import (
 func TestHuntWritesItsReports(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "hunt")
 
-	code, out := run(t, "hunt", "pki-mismatch", "--seeds", "1-2", "--parallel", "2", "--report-dir", dir)
-	if code != exitPass && code != exitFail {
+	// At 30x, not 60x: a stall of the host voids a run from 2 s on, not 1 s.
+	code, out := run(t, "hunt", "pki-mismatch", "--seeds", "1-2", "--parallel", "2", "--time-scale", "30", "--report-dir", dir)
+	if code != exitPass && code != exitFail && code != exitHarness {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
 
@@ -36,21 +37,37 @@ func TestHuntWritesItsReports(t *testing.T) {
 	}
 
 	// The verdicts are the scenario suite's business; here they must be
-	// counted the same way in the exit code, hunt.json and the output.
+	// counted the same way in the exit code, hunt.json and the output. A run
+	// the host stalled through (CI's load) is void: outside the rate, and
+	// the hunt exits 3 if nothing failed.
 	s := h.Summary
-	if want := map[bool]int{true: exitPass, false: exitFail}[s.Passed == 2]; code != want {
-		t.Errorf("exit %d with %d of 2 passed", code, s.Passed)
+	judged := s.Judged()
+
+	want := exitPass
+	if s.Passed < judged {
+		want = exitFail
+	} else if s.Void > 0 {
+		want = exitHarness
 	}
 
-	lo, hi := stats.Wilson(s.Passed, 2)
+	if code != want {
+		t.Errorf("exit %d with %d of %d judged runs passed (%d void)", code, s.Passed, judged, s.Void)
+	}
+
+	lo, hi := stats.Wilson(s.Passed, judged)
+
+	rate := 0.0
+	if judged > 0 {
+		rate = float64(s.Passed) / float64(judged)
+	}
 
 	seeds := 0
 	for _, o := range s.Outcomes {
 		seeds += len(o.Seeds)
 	}
 
-	if h.Schema != reports.HuntSchema || h.Parallel != 2 || s.Runs != 2 || s.Rate != float64(s.Passed)/2 || s.Low != lo || s.High != hi ||
-		seeds != 2 || s.P50Ms <= 0 || s.P95Ms < s.P50Ms {
+	if h.Schema != reports.HuntSchema || h.Parallel != 2 || s.Runs != 2 || s.Rate != rate || s.Low != lo || s.High != hi ||
+		seeds != 2 || (judged > 0 && s.P50Ms <= 0) || s.P95Ms < s.P50Ms {
 		t.Errorf("hunt.json: %+v", h)
 	}
 
@@ -83,11 +100,11 @@ func TestHuntWritesItsReports(t *testing.T) {
 	}
 
 	md, err := os.ReadFile(filepath.Join(dir, reports.HuntSummaryFile))
-	if err != nil || !strings.Contains(string(md), fmt.Sprintf("**%d of 2**", s.Passed)) {
+	if err != nil || !strings.Contains(string(md), fmt.Sprintf("**%d of %d**", s.Passed, judged)) {
 		t.Errorf("summary.md (%v): %s", err, md)
 	}
 
-	if !strings.Contains(out, fmt.Sprintf("expectations held for %d of 2 seeds (rate %.2f, 95%% interval %.2f-%.2f)", s.Passed, s.Rate, lo, hi)) {
+	if !strings.Contains(out, fmt.Sprintf("expectations held for %d of %d seeds (rate %.2f, 95%% interval %.2f-%.2f)", s.Passed, judged, s.Rate, lo, hi)) {
 		t.Errorf("output:\n%s", out)
 	}
 }

@@ -114,7 +114,8 @@ func TestNightlyVoidRuns(t *testing.T) {
 func TestNightlyWritesItsFiles(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "night")
 
-	code, text := run(t, "nightly", "--scenario", "pki-mismatch", "--seeds", "1-2", "--parallel", "1", "--out", out)
+	// At 30x, not 60x: a stall of the host voids a run from 2 s on, not 1 s.
+	code, text := run(t, "nightly", "--scenario", "pki-mismatch", "--seeds", "1-2", "--parallel", "2", "--time-scale", "30", "--out", out)
 	if code != exitPass {
 		t.Fatalf("exit %d:\n%s", code, text)
 	}
@@ -124,7 +125,9 @@ func TestNightlyWritesItsFiles(t *testing.T) {
 		t.Fatalf("ledger (%v): %+v", err, l)
 	}
 
-	passed := l.Scenarios[0].Passed
+	// A run the host stalled through is void and counted apart ("1/1 (+1
+	// void)"): under CI's load that happens, and is not this test's business.
+	cell := reports.PassedOf(l.Scenarios[0])
 
 	if cases := junitCases(t, out); len(cases) != 2 || !strings.Contains(cases[0], "pki-mismatch") {
 		t.Errorf("junit.xml: %v", cases)
@@ -132,7 +135,7 @@ func TestNightlyWritesItsFiles(t *testing.T) {
 
 	checkIndexLinks(t, out, 2)
 
-	if md, err := os.ReadFile(filepath.Join(out, "summary.md")); err != nil || !strings.Contains(string(md), fmt.Sprintf("| pki-mismatch | %d/2 |", passed)) {
+	if md, err := os.ReadFile(filepath.Join(out, "summary.md")); err != nil || !strings.Contains(string(md), "| pki-mismatch | "+cell+" |") {
 		t.Errorf("summary.md (%v):\n%s", err, md)
 	}
 
