@@ -11,6 +11,8 @@ import (
 	sidenet "github.com/siderolabs/net"
 	"github.com/siderolabs/talos/pkg/machinery/config"
 	"github.com/siderolabs/talos/pkg/machinery/nethelpers"
+
+	"github.com/talchaos/talchaos/harness/sharedip"
 )
 
 // nodePrefixes are the node's addresses as Talos's NodeAddressController
@@ -130,7 +132,7 @@ func (n *Node) etcdSpec() (etcdSpec, bool) {
 
 	// The config's shared IP is never advertised (AdvertiseExcludeSubnets).
 	var exclude []string
-	if ip, _, ok := vipOf(cfg); ok {
+	if ip, _, ok := sharedip.Of(cfg); ok {
 		exclude = []string{"!" + ip.String()}
 	}
 

@@ -9,10 +9,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/siderolabs/talos/pkg/machinery/config"
 	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/talchaos/talchaos/harness/netfault"
+	"github.com/talchaos/talchaos/harness/sharedip"
 	"github.com/talchaos/talchaos/harness/target"
 	"github.com/talchaos/talchaos/sim/netns"
 )
@@ -44,36 +44,6 @@ const (
 	// vipRetry is campaignRetryInterval.
 	vipRetry = time.Second
 )
-
-// vipOf is the shared IP the config gives a control plane: a device's or
-// VLAN's `vip` (v1alpha1) or a Layer2VIPConfig document, and its link.
-func vipOf(cfg config.Provider) (netip.Addr, string, bool) {
-	if cfg == nil || cfg.Machine() == nil || !cfg.Machine().Type().IsControlPlane() {
-		return netip.Addr{}, "", false
-	}
-
-	for _, d := range cfg.Machine().Network().Devices() {
-		if v := d.VIPConfig(); v != nil {
-			if ip, err := netip.ParseAddr(v.IP()); err == nil {
-				return ip, d.Interface(), true
-			}
-		}
-
-		for _, vlan := range d.Vlans() {
-			if v := vlan.VIPConfig(); v != nil {
-				if ip, err := netip.ParseAddr(v.IP()); err == nil {
-					return ip, fmt.Sprintf("%s.%d", d.Interface(), vlan.ID()), true
-				}
-			}
-		}
-	}
-
-	for _, doc := range cfg.NetworkVirtualIPConfigs() {
-		return doc.VIP(), doc.Link(), true
-	}
-
-	return netip.Addr{}, "", false
-}
 
 // sharedIP is the cluster's one shared IP and who holds it.
 type sharedIP struct {
@@ -119,7 +89,7 @@ func (n *Node) startVIP(boot context.Context) {
 func (n *Node) runVIP(ctx context.Context) {
 	// Served in the run's own namespace (the sim with cluster.network); a
 	// node process in a container does not take one yet.
-	ip, link, ok := vipOf(n.Config())
+	ip, link, ok := sharedip.Of(n.Config())
 	if !ok || n.c.netAddrs == nil || n.c.single {
 		return
 	}

@@ -87,6 +87,11 @@ type nodeClients struct {
 
 	// noBootID: the node refused to say its boot ID for good (bootID).
 	noBootID atomic.Bool
+
+	// vip is the shared IP the node's config gave it, read once per boot
+	// (sharedIP).
+	vipMu sync.Mutex
+	vip   sharedIPOfBoot
 }
 
 // bootID asks a configured node its boot ID at every look, so that a reboot

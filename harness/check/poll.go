@@ -272,6 +272,10 @@ func (o *Observer) pollNode(ctx context.Context, n target.Node, etcd bool) *hist
 			no.EtcdSpec = etcdSpecInputs(ctx, c.secure)
 		}
 
+		if n.Role == target.ControlPlane {
+			c.sharedIP(ctx, no)
+		}
+
 		if etcd && n.Role == target.ControlPlane {
 			fillEtcd(ctx, no, c.secure)
 		}

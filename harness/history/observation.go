@@ -3,6 +3,7 @@ package history
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -112,6 +113,34 @@ type NodeObservation struct {
 	// APIServer is the control plane's Kubernetes API server, in a run with
 	// Kubernetes.
 	APIServer *APIServer `json:"apiServer,omitempty"`
+	// SharedIP is the shared IP (VIP) the control plane's config gives it;
+	// HoldsSharedIP, that the node has it among its addresses (`talosctl
+	// get addresses`): Talos's VIP operator elected it through etcd.
+	SharedIP      string `json:"sharedIP,omitempty"`
+	HoldsSharedIP bool   `json:"holdsSharedIP,omitempty"`
+}
+
+// SharedIPHolder is the control plane the look found holding the shared IP
+// its config gives, and that IP; ip is set, holder empty, when a control
+// plane's config gives one that no node was seen holding; both empty when no
+// answering node's config gives one.
+func (o *Observation) SharedIPHolder() (ip, holder string) {
+	for _, name := range slices.Sorted(maps.Keys(o.Nodes)) {
+		n := o.Nodes[name]
+		if n == nil || n.SharedIP == "" {
+			continue
+		}
+
+		if ip == "" {
+			ip = n.SharedIP
+		}
+
+		if n.HoldsSharedIP {
+			return n.SharedIP, n.Name
+		}
+	}
+
+	return ip, ""
 }
 
 // WaitingForEtcdSpec is the etcd service's message while it waits for its

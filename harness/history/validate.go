@@ -2,6 +2,7 @@ package history
 
 import (
 	"math"
+	"net/netip"
 	"regexp"
 	"slices"
 	"strings"
@@ -200,6 +201,14 @@ func (o *NodeObservation) check(p *strictjson.Problems, op, entryNode string, no
 
 	if !slices.Contains(modes, o.Mode) {
 		p.Addf(strictjson.Key(op, "mode"), "is %s: want one of %s", strictjson.Quote(o.Mode), strings.Join(modes, ", "))
+	}
+
+	if _, err := netip.ParseAddr(o.SharedIP); o.SharedIP != "" && err != nil {
+		p.Addf(strictjson.Key(op, "sharedIP"), "is %s: not an IP address", strictjson.Quote(o.SharedIP))
+	}
+
+	if o.HoldsSharedIP && o.SharedIP == "" {
+		p.Addf(strictjson.Key(op, "holdsSharedIP"), "is true, but the node has no sharedIP to hold")
 	}
 
 	for _, s := range []struct {

@@ -67,6 +67,8 @@ func TestCheck(t *testing.T) {
 		{"observed elsewhere", func(h *History) { h.Entries[1].Observed.Address = "10.9.9.9" }, []string{`history.entries[1].observed: shows node "cp1" at "10.9.9.9"`}},
 		{"mode", func(h *History) { h.Entries[1].Observed.Mode = "" }, []string{`history.entries[1].observed.mode: is "": want one of unknown, down, maintenance`}},
 		{"restarts", func(h *History) { h.Entries[1].Observed.Etcd = &Service{Restarts: -1} }, []string{"history.entries[1].observed.etcd.restarts: is -1"}},
+		{"shared IP", func(h *History) { h.Entries[1].Observed.SharedIP = "10.0.0.300" }, []string{`history.entries[1].observed.sharedIP: is "10.0.0.300": not an IP address`}},
+		{"held nothing", func(h *History) { h.Entries[1].Observed.HoldsSharedIP = true }, []string{"history.entries[1].observed.holdsSharedIP: is true, but the node has no sharedIP to hold"}},
 		{"client", func(h *History) { h.Entries[4].Call.Client = "" }, []string{`history.entries[4].call.client: is ""`}},
 		{"rpc", func(h *History) { h.Entries[4].Call.RPC = "" }, []string{"history.entries[4].call.rpc: is empty"}},
 		{"code", func(h *History) { h.Entries[4].Call.Code = "Code(x)" }, []string{`history.entries[4].call.code: is "Code(x)": not a gRPC code`}},

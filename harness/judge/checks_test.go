@@ -30,6 +30,11 @@ func TestChecks(t *testing.T) {
 		{"forbidden diagnosis present", scenario.Expect{NoDiagnoses: []string{"learner-not-promoted"}}, stuck, diags, []string{"no diagnosis learner-not-promoted"}},
 		{"maintenance set compared as a set", scenario.Expect{NodesInMaintenance: []string{"w1", "cp2"}},
 			result.Outcome{NodesInMaintenance: []string{"cp2", "w1"}}, nil, nil},
+		{"shared IP held as expected", scenario.Expect{SharedIP: "held"},
+			result.Outcome{SharedIP: &result.SharedIP{Address: "10.5.0.10", Holder: "cp2"}}, nil, nil},
+		{"shared IP unheld where held was expected", scenario.Expect{SharedIP: "held"},
+			result.Outcome{SharedIP: &result.SharedIP{Address: "10.5.0.10"}}, nil, []string{"sharedIP"}},
+		{"no shared IP at all", scenario.Expect{SharedIP: "unheld"}, result.Outcome{}, nil, []string{"sharedIP"}},
 		{"empty expectation list means none in maintenance", scenario.Expect{NodesInMaintenance: []string{}},
 			result.Outcome{NodesInMaintenance: []string{"cp2"}}, nil, []string{"nodesInMaintenance"}},
 	} {

@@ -68,6 +68,9 @@ type Evidence struct {
 	// than before (runs with a rolling upgrade look at boot IDs).
 	Reboots map[string][]time.Duration
 	bootID  map[string]string // the last boot ID seen, per node
+	// SharedIPHeld is, per shared IP, the last look that found a control
+	// plane holding it.
+	SharedIPHeld map[string]NodeAt
 
 	// PromoteWindow is the Talos promote window in wall-clock time.
 	PromoteWindow time.Duration
@@ -215,6 +218,12 @@ func (ev *Evidence) controlPlanes() []*history.NodeObservation {
 	}
 
 	return out
+}
+
+// NodeAt is a node at an offset of the run.
+type NodeAt struct {
+	Node string
+	At   time.Duration
 }
 
 func diag(code, node, msg, evidence string, at time.Duration) result.Diagnosis {

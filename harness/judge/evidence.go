@@ -61,6 +61,7 @@ func NewEvidence(h history.History, opts Options) *Evidence {
 		FirstVersion:   map[string]string{},
 		Reboots:        map[string][]time.Duration{},
 		bootID:         map[string]string{},
+		SharedIPHeld:   map[string]NodeAt{},
 		mode:           map[string]string{},
 		wasMaintenance: map[string]bool{},
 		nodes:          h.Nodes,
@@ -113,6 +114,10 @@ func (ev *Evidence) Apply(e history.Entry) {
 			}
 
 			ev.bootID[n.Name] = n.BootID
+		}
+
+		if n.HoldsSharedIP {
+			ev.SharedIPHeld[n.SharedIP] = NodeAt{Node: n.Name, At: e.At()}
 		}
 
 		ev.etcdService(n, e.At())

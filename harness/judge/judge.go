@@ -151,6 +151,22 @@ func Checks(exp scenario.Expect, out result.Outcome, diags []result.Diagnosis, c
 		add("nodesReady", fmt.Sprint(*exp.NodesReady), actual)
 	}
 
+	if exp.SharedIP != "" {
+		actual := "no answering control plane's config gives a shared IP"
+		passed := false
+
+		if ip := out.SharedIP; ip != nil {
+			passed = ip.State() == exp.SharedIP
+			actual = ip.State() + " (" + ip.Address + ")"
+
+			if ip.Holder != "" {
+				actual = fmt.Sprintf("held by %s (%s)", ip.Holder, ip.Address)
+			}
+		}
+
+		checks = append(checks, result.Check{Name: "sharedIP", Expected: exp.SharedIP, Actual: actual, Passed: passed})
+	}
+
 	if exp.Upgraded != nil {
 		actual := "no versions looked at"
 		if out.Upgraded != nil {

@@ -36,7 +36,6 @@ func Converged(o *history.Observation) bool {
 	return true
 }
 
-// OutcomeOf summarises an observation (the final one) for the report.
 // KubeNodeState is a node's Kubernetes Node as `kubectl get nodes` shows
 // it: Ready, NotReady with the Ready condition's reason, or not registered.
 func KubeNodeState(nodes []history.KubeNode, n *history.NodeObservation) string {
@@ -54,6 +53,7 @@ func KubeNodeState(nodes []history.KubeNode, n *history.NodeObservation) string 
 	return "NotReady"
 }
 
+// OutcomeOf summarises an observation (the final one) for the report.
 func OutcomeOf(o *history.Observation) result.Outcome {
 	main := o.Main()
 
@@ -71,6 +71,10 @@ func OutcomeOf(o *history.Observation) result.Outcome {
 		}
 
 		out.Members = append(out.Members, result.Member{ID: m.IDString(), Hostname: name, PeerURLs: m.PeerURLs, IsLearner: m.IsLearner})
+	}
+
+	if ip, holder := o.SharedIPHolder(); ip != "" {
+		out.SharedIP = &result.SharedIP{Address: ip, Holder: holder}
 	}
 
 	endpoints, _ := o.KubernetesEndpoints()

@@ -146,7 +146,34 @@ type Outcome struct {
 	// Upgraded is how many nodes report another Talos version at the end
 	// than when first seen (runs with a rolling upgrade).
 	Upgraded *int `json:"upgraded,omitempty"`
+	// SharedIP is the shared IP (VIP) the control planes' configs give, and
+	// who held it at the end; absent when no answering control plane's
+	// config gives one.
+	SharedIP *SharedIP `json:"sharedIP,omitempty"`
 }
+
+// SharedIP is a cluster's shared IP at the end of a run: Holder is the
+// control plane that held it, empty when none did.
+type SharedIP struct {
+	Address string `json:"address"`
+	Holder  string `json:"holder,omitempty"`
+}
+
+// State is how the check `sharedIP` reads the shared IP: "held" or
+// "unheld".
+func (s *SharedIP) State() string {
+	if s.Holder == "" {
+		return SharedIPUnheld
+	}
+
+	return SharedIPHeld
+}
+
+// The states of a shared IP that expect.sharedIP names.
+const (
+	SharedIPHeld   = "held"
+	SharedIPUnheld = "unheld"
+)
 
 // Promotion is one member's time as a learner: a node removed and joined
 // again has a row for each of its members. PromotedMs is -1 when it never

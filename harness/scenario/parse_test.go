@@ -327,6 +327,8 @@ func TestParseErrors(t *testing.T) {
 		{"within negative", head + "expect:\n  within: -1m\n", `t.yaml:7: expect.within: negative duration "-1m"`},
 		{"voters", head + "expect:\n  voters: 4\n", `t.yaml:7: expect.voters: 4 is more than the 3 control planes`},
 		{"learners", head + "expect:\n  learners: -1\n", `t.yaml:7: expect.learners: must not be negative, got -1`},
+		{"shared IP state", head + "expect:\n  sharedIP: lost\n",
+			`t.yaml:7: expect.sharedIP: unknown shared IP state "lost": one of held, unheld`},
 		{"kubernetes endpoints without kubernetes", head + "expect:\n  kubernetesEndpoints: 3\n",
 			`t.yaml:7: expect.kubernetesEndpoints: needs cluster.kubernetes: true (without it no API server runs)`},
 		{"kubernetes endpoints", head + "  kubernetes: true\nexpect:\n  kubernetesEndpoints: 4\n",

@@ -316,7 +316,10 @@ type Expect struct {
 	NodesReady *int `yaml:"nodesReady"`
 	// Upgraded is how many nodes report the version of
 	// orchestrator.upgradeTo at the end.
-	Upgraded           *int                `yaml:"upgraded"`
+	Upgraded *int `yaml:"upgraded"`
+	// SharedIP is whether a control plane holds the cluster's shared IP
+	// (VIP) at the end: "held" or "unheld" (result.SharedIPHeld, ...).
+	SharedIP           string              `yaml:"sharedIP"`
 	NodesInMaintenance []string            `yaml:"nodesInMaintenance"`
 	Diagnoses          []ExpectedDiagnosis `yaml:"diagnoses"`
 	// NoDiagnoses asserts that none of these codes is produced.

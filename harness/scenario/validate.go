@@ -294,6 +294,10 @@ func (v *validator) expect() {
 		v.errorf("expect.nodesReady", "needs cluster.kubernetes: true (without it no kubelet registers a node)")
 	}
 
+	if e.SharedIP != "" {
+		v.oneOf("expect.sharedIP", e.SharedIP, "shared IP state", []string{"held", "unheld"})
+	}
+
 	switch {
 	case e.Upgraded == nil:
 	case *e.Upgraded < 0:

@@ -1,0 +1,68 @@
+package check
+
+import (
+	"context"
+
+	"github.com/cosi-project/runtime/pkg/safe"
+	configres "github.com/siderolabs/talos/pkg/machinery/resources/config"
+	"github.com/siderolabs/talos/pkg/machinery/resources/network"
+
+	"github.com/talchaos/talchaos/harness/history"
+	"github.com/talchaos/talchaos/harness/sharedip"
+)
+
+// sharedIPOfBoot is the shared IP a node's active config gave it in one boot
+// ("" for none); read false until the config was read.
+type sharedIPOfBoot struct {
+	bootID string
+	read   bool
+	ip     string
+}
+
+// sharedIP fills in a configured control plane's look the shared IP (VIP)
+// its config gives it, and whether the node holds it: an AddressStatus of
+// that address, as `talosctl get addresses` lists the address the VIP
+// operator's AddressSpec puts on the link (controllers/network/operator/
+// vip.go, v1.12.6). The config is read once per boot (the observer's looks
+// cost a config's transfer each otherwise); a node without a boot ID is read
+// at every look. A node whose config gives none is asked nothing more.
+func (c *nodeClients) sharedIP(ctx context.Context, no *history.NodeObservation) {
+	c.vipMu.Lock()
+	known := c.vip
+	c.vipMu.Unlock()
+
+	if !known.read || no.BootID == "" || known.bootID != no.BootID {
+		mc, err := safe.StateGetByID[*configres.MachineConfig](ctx, c.secure.COSI, configres.ActiveID)
+		if err != nil {
+			return // asked again at the next look
+		}
+
+		known = sharedIPOfBoot{bootID: no.BootID, read: true}
+		if ip, _, ok := sharedip.Of(mc.Config()); ok {
+			known.ip = ip.String()
+		}
+
+		c.vipMu.Lock()
+		c.vip = known
+		c.vipMu.Unlock()
+	}
+
+	if known.ip == "" {
+		return
+	}
+
+	no.SharedIP = known.ip
+
+	addrs, err := safe.StateListAll[*network.AddressStatus](ctx, c.secure.COSI)
+	if err != nil {
+		return
+	}
+
+	for a := range addrs.All() {
+		if a.TypedSpec().Address.Addr().String() == known.ip {
+			no.HoldsSharedIP = true
+
+			return
+		}
+	}
+}
