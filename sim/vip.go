@@ -33,7 +33,11 @@ import (
 // Kubernetes) answer on the VIP through relays into its proxies; while no one
 // holds it, the address is routed nowhere ("no route to host", as an address
 // no host answers ARP for). Only with cluster.network: the run's namespace is
-// where the address can come and go.
+// where the address can come and go. A node process in a container (the
+// container target) puts the address on the config's link in its own
+// namespace and announces it with a gratuitous ARP, as Talos does, so the
+// other containers and the host find it on the Docker network; unheld, no
+// one answers ARP for it there.
 
 const (
 	// vipSessionTTL is concurrency.NewSession's default lease TTL (Talos
@@ -49,6 +53,7 @@ const (
 type sharedIP struct {
 	mu     sync.Mutex
 	addr   netip.Addr
+	link   string // where a node process puts it (the config's link)
 	holder *Node
 	relays []*netfault.Proxy
 }
@@ -87,10 +92,10 @@ func (n *Node) startVIP(boot context.Context) {
 // runVIP campaigns for the config's shared IP for as long as the boot
 // lasts, as the VIP operator does.
 func (n *Node) runVIP(ctx context.Context) {
-	// Served in the run's own namespace (the sim with cluster.network); a
-	// node process in a container does not take one yet.
+	// Served in the run's own namespace (the sim with cluster.network), or
+	// a node process's container's.
 	ip, link, ok := sharedip.Of(n.Config())
-	if !ok || n.c.netAddrs == nil || n.c.single {
+	if !ok || n.c.netAddrs == nil {
 		return
 	}
 
@@ -206,7 +211,7 @@ func (n *Node) campaignVIP(ctx context.Context, ip netip.Addr, link string) erro
 		election.Resign(resignCtx) //nolint:errcheck
 	}()
 
-	if err := n.c.holdVIP(n, ip); err != nil {
+	if err := n.c.holdVIP(n, ip, link); err != nil {
 		return err
 	}
 
@@ -263,7 +268,7 @@ func (n *Node) etcdRunning() bool {
 
 // holdVIP makes n the holder of the shared IP: the address on the run's
 // loopback, its Talos API (and kube-apiserver) relayed into n's proxies.
-func (c *Cluster) holdVIP(n *Node, ip netip.Addr) error {
+func (c *Cluster) holdVIP(n *Node, ip netip.Addr, link string) error {
 	v := &c.vip
 
 	v.mu.Lock()
@@ -271,15 +276,21 @@ func (c *Cluster) holdVIP(n *Node, ip netip.Addr) error {
 
 	c.dropVIPLocked()
 
-	if err := netns.RemoveUnreachable(ip); err != nil {
-		return err
+	if c.single {
+		if err := netns.AddToLink(link, ip); err != nil {
+			return err
+		}
+	} else {
+		if err := netns.RemoveUnreachable(ip); err != nil {
+			return err
+		}
+
+		if err := netns.AddAddress(ip); err != nil {
+			return err
+		}
 	}
 
-	if err := netns.AddAddress(ip); err != nil {
-		return err
-	}
-
-	v.addr, v.holder = ip, n
+	v.addr, v.link, v.holder = ip, link, n
 	n.accumulate(ip)
 	n.wake()
 
@@ -334,7 +345,11 @@ func (c *Cluster) dropVIPLocked() {
 
 	v.relays, v.holder = nil, nil
 
-	if v.addr.IsValid() {
+	switch {
+	case !v.addr.IsValid():
+	case c.single:
+		netns.RemoveFromLink(v.link, v.addr) //nolint:errcheck // gone with the container anyway
+	default:
 		netns.RemoveAddress(v.addr)  //nolint:errcheck // gone with the namespace anyway
 		netns.AddUnreachable(v.addr) //nolint:errcheck
 	}

@@ -689,6 +689,31 @@ func TestOperatorsAddressesOnContainers(t *testing.T) {
 	}
 }
 
+// A shared IP on containers (vip-moves-three-control-planes): the holder's
+// node process puts the VIP on its container's eth0 and announces it, and
+// when cp1, which took it first, is killed, another control plane whose
+// etcd keeps quorum takes it once cp1's election lease lapses.
+func TestSharedIPMovesOnContainers(t *testing.T) {
+	d := docker(t)
+
+	res := runOn(t, d, builtin(t, "vip-moves-three-control-planes"))
+	if res.Verdict != result.Pass {
+		t.Fatalf("vip-moves-three-control-planes on containers: %s\n%s", res.Verdict, reports.Summary(res))
+	}
+
+	var holders []string
+
+	for _, e := range res.History.Entries {
+		if o := e.Observed; o != nil && o.HoldsSharedIP && (len(holders) == 0 || holders[len(holders)-1] != o.Name) {
+			holders = append(holders, o.Name)
+		}
+	}
+
+	if len(holders) < 2 || holders[0] != "cp1" || slices.Contains(holders[1:], "cp1") {
+		t.Errorf("the shared IP's holders in turn: %v, want cp1 then another", holders)
+	}
+}
+
 // happy-path-kubernetes on containers, through the engine: each control
 // plane's container runs its kube-apiserver, controller manager and
 // scheduler, every container its KWOK kubelet, and the engine reads the
