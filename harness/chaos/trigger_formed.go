@@ -14,7 +14,9 @@ func (Formed) Doc() string {
 	return "the node is a voting etcd member and every control plane is a voter of its cluster"
 }
 
-func (Formed) Describe(node string, _ int) string { return "the control plane formed (" + node + " a voter)" }
+func (Formed) Describe(node string, _ int) string {
+	return "the control plane formed (" + node + " a voter)"
+}
 
 func (Formed) Holds(v View, node string, _ int) bool {
 	for _, c := range v.Obs.Clusters() {
