@@ -591,6 +591,21 @@ func TestSummary(t *testing.T) {
 	}
 }
 
+// The shared IP's holder at the end is on the outcome's line.
+func TestSummarySharedIP(t *testing.T) {
+	r := passResult()
+
+	r.Outcome.SharedIP = &result.SharedIP{Address: "10.5.0.10", Holder: "cp-2"}
+	if s := Summary(r); !strings.Contains(s, "shared IP 10.5.0.10 held by cp-2") {
+		t.Errorf("held:\n%s", s)
+	}
+
+	r.Outcome.SharedIP.Holder = ""
+	if s := Summary(r); !strings.Contains(s, "shared IP 10.5.0.10 held by none") {
+		t.Errorf("unheld:\n%s", s)
+	}
+}
+
 func TestSummaryControlChars(t *testing.T) {
 	r := errorResult()
 	r.Error = "\x1b[31mboom\x1b[0m\tafter tab"

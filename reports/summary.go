@@ -45,6 +45,15 @@ func Summary(r *result.Result) string {
 		kube += fmt.Sprintf(" nodes ready=%d", *o.NodesReady)
 	}
 
+	if ip := o.SharedIP; ip != nil {
+		holder := "none"
+		if ip.Holder != "" {
+			holder = oneLine(ip.Holder)
+		}
+
+		kube += fmt.Sprintf("  shared IP %s held by %s", oneLine(ip.Address), holder)
+	}
+
 	fmt.Fprintf(tw, "\noutcome: %s  voters=%d learners=%d%s  in maintenance: %s\n",
 		convergedWord(o.Converged, o.ConvergedFor), o.Voters, o.Learners, kube, listOrNone(o.NodesInMaintenance))
 
