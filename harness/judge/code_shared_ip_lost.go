@@ -15,8 +15,13 @@ var _ = register(Code{
 		"Talos elects the VIP's holder through etcd, and without a healthy etcd (quorum) no one can take it",
 	Diagnose: sharedIPLost,
 	Remedy: func(r RemedyFor) []string {
+		back := "# bring back the control planes etcd's quorum misses: the VIP returns with a healthy etcd"
+		if r.Diagnosis.Node != "" {
+			back = fmt.Sprintf("# bring %s (its last holder) back, or whichever control plane etcd's quorum misses: the VIP returns with a healthy etcd", r.Diagnosis.Node)
+		}
+
 		return []string{
-			fmt.Sprintf("# bring %s (its last holder) back, or whichever control plane etcd's quorum misses: the VIP returns with a healthy etcd", r.Diagnosis.Node),
+			back,
 			fmt.Sprintf("talosctl -n %s etcd members   # a control plane's own address, not the VIP", r.Voter),
 			"# run three control planes, not two: with two, either one down takes etcd's quorum and the VIP with it (siderolabs/talos#9276)",
 		}
@@ -40,11 +45,22 @@ const (
 // the last holder's election session lives. The field's case (talos#9276):
 // two control planes, one down; the other's etcd has no quorum, so it is
 // never healthy and never campaigns, and the VIP is "missing forever".
+//
+// One look at a live cluster (the doctor) cannot say since when: there the
+// shared IP is lost when no one holds it and no answering control plane
+// whose config gives it has a healthy etcd, so none can take it.
 func sharedIPLost(ev *Evidence) []result.Diagnosis {
 	ip, holder := ev.Final.SharedIPHolder()
 	last, held := ev.SharedIPHeld[ip]
 
-	if ip == "" || holder != "" || !held || ev.Now-last.At <= ev.Clock.WallAtLeast(2*vipSessionTTL, vipMoveFloor) {
+	switch {
+	case ip == "" || holder != "":
+		return nil
+	case ev.Snapshot:
+		if canTake(ev, ip) {
+			return nil
+		}
+	case !held || ev.Now-last.At <= ev.Clock.WallAtLeast(2*vipSessionTTL, vipMoveFloor):
 		return nil
 	}
 
@@ -65,9 +81,27 @@ func sharedIPLost(ev *Evidence) []result.Diagnosis {
 		answering = append(answering, s)
 	}
 
+	if ev.Snapshot {
+		return []result.Diagnosis{diag("shared-ip-lost", "",
+			fmt.Sprintf("the shared IP %s is held by no control plane, and none of them can take it: Talos's VIP operator campaigns only with a healthy etcd", ip),
+			"answering without it: "+strings.Join(answering, ", "), ev.Now)}
+	}
+
 	return []result.Diagnosis{diag("shared-ip-lost", last.Node,
 		fmt.Sprintf("the shared IP %s has been held by no control plane for %s, since %s last held it: Talos's VIP operator takes it only with a healthy etcd",
 			ip, ev.span(ev.Now-last.At), last.Node),
 		fmt.Sprintf("%s held %s until %s; answering without it: %s", last.Node, ip, ev.span(last.At), strings.Join(answering, ", ")),
 		ev.Now)}
+}
+
+// canTake reports whether an answering control plane whose config gives ip
+// has a running, healthy etcd: it campaigns, and may hold ip soon.
+func canTake(ev *Evidence, ip string) bool {
+	for _, n := range ev.controlPlanes() {
+		if n.Mode == history.ModeConfigured && n.SharedIP == ip && n.Etcd != nil && n.Etcd.State == "Running" && n.Etcd.Healthy {
+			return true
+		}
+	}
+
+	return false
 }

@@ -71,3 +71,23 @@ func TestSharedIPLost(t *testing.T) {
 		})
 	}
 }
+
+// The doctor's one look: unheld, and no control plane can take it (none has
+// a healthy etcd); one that can may hold it soon.
+func TestSharedIPLostAtOneLook(t *testing.T) {
+	look := func(etcd *history.Service) history.History {
+		e := observed(1000, "cp2", history.ModeConfigured, etcd, nil, true)
+		e.Observed.SharedIP = "10.120.0.10"
+
+		return threeNodes(1, e)
+	}
+
+	if got := codeFunc("shared-ip-lost")(FromHistory(look(running(false, "context deadline exceeded")), Options{Snapshot: true})); len(got) != 1 ||
+		got[0].Node != "" || !strings.Contains(got[0].Evidence, "answering without it: cp2 (etcd: context deadline exceeded)") {
+		t.Errorf("no quorum: %+v", got)
+	}
+
+	if got := codeFunc("shared-ip-lost")(FromHistory(look(running(true, "")), Options{Snapshot: true})); len(got) != 0 {
+		t.Errorf("a healthy etcd may take it: %+v", got)
+	}
+}
