@@ -3,7 +3,9 @@ package judge
 import (
 	"fmt"
 
+	"github.com/talchaos/talchaos/harness/history"
 	"github.com/talchaos/talchaos/harness/result"
+	"github.com/talchaos/talchaos/harness/target"
 )
 
 var _ = register(Code{
@@ -11,9 +13,21 @@ var _ = register(Code{
 	Doc:      "control planes run etcd, and none of them can complete a linearizable read",
 	Diagnose: noQuorum,
 	Remedy: func(r RemedyFor) []string {
+		// The snapshot comes from a member still running (the diagnosis
+		// names no node: it is the cluster's).
+		at := "<a control plane whose etcd runs>"
+
+		for _, n := range r.Final.Ordered() {
+			if n.Role == target.ControlPlane && n.Mode == history.ModeConfigured && n.Etcd != nil && n.Etcd.State == "Running" {
+				at = n.Address
+
+				break
+			}
+		}
+
 		return []string{"# bring the missing members back; if they are lost for good, restore from a snapshot:",
-			fmt.Sprintf("talosctl -n %s etcd snapshot db.snapshot", r.Addr),
-			fmt.Sprintf("talosctl -n %s bootstrap --recover-from=./db.snapshot", r.Addr)}
+			fmt.Sprintf("talosctl -n %s etcd snapshot db.snapshot", at),
+			fmt.Sprintf("talosctl -n %s bootstrap --recover-from=./db.snapshot", at)}
 	},
 })
 

@@ -3,12 +3,14 @@ package judge_test
 import (
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/talchaos/talchaos/harness/chaos"
 	"github.com/talchaos/talchaos/harness/history"
 	"github.com/talchaos/talchaos/harness/judge"
 	"github.com/talchaos/talchaos/harness/result"
+	"github.com/talchaos/talchaos/harness/target"
 )
 
 // The stable vocabulary of DESIGN.md and the codes added since: a code that
@@ -82,5 +84,28 @@ func TestRemedyPerCode(t *testing.T) {
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("Remedy(%s) = %q, want %q", tc.code, got, tc.want)
 		}
+	}
+}
+
+// A diagnosis of the whole cluster names no node: its commands go to a node
+// that can carry them out, never to an empty address.
+func TestRemedyOfTheCluster(t *testing.T) {
+	obs := history.NewObservation(0, []string{"cp1", "cp2"})
+	obs.Nodes["cp1"] = &history.NodeObservation{Name: "cp1", Address: "10.5.0.2", Role: target.ControlPlane, Mode: history.ModeDown}
+	obs.Nodes["cp2"] = &history.NodeObservation{Name: "cp2", Address: "10.5.0.3", Role: target.ControlPlane, Mode: history.ModeConfigured,
+		Etcd: &history.Service{State: "Running", HealthMessage: "context deadline exceeded"}}
+
+	want := []string{
+		"# bring the missing members back; if they are lost for good, restore from a snapshot:",
+		"talosctl -n 10.5.0.3 etcd snapshot db.snapshot",
+		"talosctl -n 10.5.0.3 bootstrap --recover-from=./db.snapshot",
+	}
+
+	if got := judge.Remedy(result.Diagnosis{Code: "no-quorum"}, obs); !slices.Equal(got, want) {
+		t.Errorf("no-quorum: %q, want %q", got, want)
+	}
+
+	if got := judge.Remedy(result.Diagnosis{Code: "shared-ip-lost"}, obs); len(got) == 0 || strings.Contains(got[0], "bring  ") {
+		t.Errorf("shared-ip-lost: %q", got)
 	}
 }
