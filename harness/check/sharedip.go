@@ -6,6 +6,8 @@ import (
 	"github.com/cosi-project/runtime/pkg/safe"
 	configres "github.com/siderolabs/talos/pkg/machinery/resources/config"
 	"github.com/siderolabs/talos/pkg/machinery/resources/network"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/talchaos/talchaos/harness/history"
 	"github.com/talchaos/talchaos/harness/sharedip"
@@ -17,6 +19,8 @@ type sharedIPOfBoot struct {
 	bootID string
 	read   bool
 	ip     string
+	// never: the node refuses to show its config for good.
+	never bool
 }
 
 // sharedIP fills in a configured control plane's look the shared IP (VIP)
@@ -31,9 +35,23 @@ func (c *nodeClients) sharedIP(ctx context.Context, no *history.NodeObservation)
 	known := c.vip
 	c.vipMu.Unlock()
 
+	if known.never {
+		return
+	}
+
 	if !known.read || no.BootID == "" || known.bootID != no.BootID {
 		mc, err := safe.StateGetByID[*configres.MachineConfig](ctx, c.secure.COSI, configres.ActiveID)
-		if err != nil {
+
+		switch code := status.Code(err); {
+		case code == codes.PermissionDenied:
+			// A sensitive resource, os:admin's only: a talosconfig with a
+			// lesser role is refused every time and sees no shared IP.
+			c.vipMu.Lock()
+			c.vip = sharedIPOfBoot{read: true, never: true}
+			c.vipMu.Unlock()
+
+			return
+		case err != nil:
 			return // asked again at the next look
 		}
 
