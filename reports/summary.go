@@ -51,6 +51,10 @@ func Summary(r *result.Result) string {
 			holder = oneLine(ip.Holder)
 		}
 
+		if ip.Error != "" {
+			holder += " (not answering there)"
+		}
+
 		kube += fmt.Sprintf("  shared IP %s held by %s", oneLine(ip.Address), holder)
 	}
 

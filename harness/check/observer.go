@@ -77,6 +77,11 @@ type Observer struct {
 	// kube is set by WatchKubernetes: the run has Kubernetes.
 	kube *kubeClients
 
+	// vipClients are the talosconfig clients through each shared IP
+	// (sharedip.go), made when a node is first seen holding it.
+	vipMu      sync.Mutex
+	vipClients map[string]*client.Client
+
 	// times is how long the polls took (polltimes.go).
 	times pollTimes
 }
@@ -137,6 +142,7 @@ func NewObserver(ctx context.Context, nodes []target.Node, cfg *clientconfig.Con
 		boots:       map[string]int{},
 		lastBoot:    map[string]string{},
 		certWarns:   map[string]bool{},
+		vipClients:  map[string]*client.Client{},
 	}
 
 	for _, n := range nodes {
@@ -177,6 +183,12 @@ func (o *Observer) Close() {
 	}
 
 	o.kube.close()
+
+	o.vipMu.Lock()
+	for _, c := range o.vipClients {
+		c.Close() //nolint:errcheck
+	}
+	o.vipMu.Unlock()
 
 	o.wg.Wait()
 }

@@ -274,6 +274,7 @@ func (o *Observer) pollNode(ctx context.Context, n target.Node, etcd bool) *hist
 
 		if n.Role == target.ControlPlane {
 			c.sharedIP(ctx, no)
+			o.askThroughSharedIP(ctx, no)
 		}
 
 		if etcd && n.Role == target.ControlPlane {

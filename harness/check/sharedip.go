@@ -2,15 +2,19 @@ package check
 
 import (
 	"context"
+	"net"
+	"strconv"
 
 	"github.com/cosi-project/runtime/pkg/safe"
 	configres "github.com/siderolabs/talos/pkg/machinery/resources/config"
+	"github.com/siderolabs/talos/pkg/machinery/constants"
 	"github.com/siderolabs/talos/pkg/machinery/resources/network"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/talchaos/talchaos/harness/history"
 	"github.com/talchaos/talchaos/harness/sharedip"
+	"github.com/talchaos/talchaos/harness/talosclient"
 )
 
 // sharedIPOfBoot is the shared IP a node's active config gave it in one boot
@@ -82,5 +86,42 @@ func (c *nodeClients) sharedIP(ctx context.Context, no *history.NodeObservation)
 
 			return
 		}
+	}
+}
+
+// askThroughSharedIP asks the Talos API at the shared IP a node holds for
+// its version, with the talosconfig, as a client whose only endpoint is the
+// VIP does: whether the address reaches the node (on a real network, its
+// neighbours must have learnt the holder's hardware address). The answer
+// goes in the holder's look: SharedIPError empty when it answered.
+func (o *Observer) askThroughSharedIP(ctx context.Context, no *history.NodeObservation) {
+	if !no.HoldsSharedIP {
+		return
+	}
+
+	o.vipMu.Lock()
+	cl, ok := o.vipClients[no.SharedIP]
+	o.vipMu.Unlock()
+
+	if !ok {
+		var err error
+		if cl, err = talosclient.WithConfig(ctx, o.cfg, net.JoinHostPort(no.SharedIP, strconv.Itoa(constants.ApidPort))); err != nil {
+			no.SharedIPError = err.Error()
+
+			return
+		}
+
+		o.vipMu.Lock()
+		if prev, ok := o.vipClients[no.SharedIP]; ok {
+			cl.Close() //nolint:errcheck
+			cl = prev
+		} else {
+			o.vipClients[no.SharedIP] = cl
+		}
+		o.vipMu.Unlock()
+	}
+
+	if _, err := cl.Version(ctx); err != nil {
+		no.SharedIPError = err.Error()
 	}
 }

@@ -118,6 +118,10 @@ type NodeObservation struct {
 	// get addresses`): Talos's VIP operator elected it through etcd.
 	SharedIP      string `json:"sharedIP,omitempty"`
 	HoldsSharedIP bool   `json:"holdsSharedIP,omitempty"`
+	// SharedIPError is, on the holder's look, what the talosconfig client
+	// got asking the Talos API through the shared IP; empty when it
+	// answered.
+	SharedIPError string `json:"sharedIPError,omitempty"`
 }
 
 // SharedIPHolder is the control plane the look found holding the shared IP

@@ -211,6 +211,10 @@ func (o *NodeObservation) check(p *strictjson.Problems, op, entryNode string, no
 		p.Addf(strictjson.Key(op, "holdsSharedIP"), "is true, but the node has no sharedIP to hold")
 	}
 
+	if o.SharedIPError != "" && !o.HoldsSharedIP {
+		p.Addf(strictjson.Key(op, "sharedIPError"), "is set, but the node does not hold the shared IP (only its holder is asked through it)")
+	}
+
 	for _, s := range []struct {
 		name string
 		svc  *Service

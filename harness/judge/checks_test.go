@@ -34,6 +34,8 @@ func TestChecks(t *testing.T) {
 			result.Outcome{SharedIP: &result.SharedIP{Address: "10.5.0.10", Holder: "cp2"}}, nil, nil},
 		{"shared IP unheld where held was expected", scenario.Expect{SharedIP: "held"},
 			result.Outcome{SharedIP: &result.SharedIP{Address: "10.5.0.10"}}, nil, []string{"sharedIP"}},
+		{"shared IP held but not answering", scenario.Expect{SharedIP: "held"},
+			result.Outcome{SharedIP: &result.SharedIP{Address: "10.5.0.10", Holder: "cp2", Error: "connect: no route to host"}}, nil, []string{"sharedIP"}},
 		{"no shared IP at all", scenario.Expect{SharedIP: "unheld"}, result.Outcome{}, nil, []string{"sharedIP"}},
 		{"empty expectation list means none in maintenance", scenario.Expect{NodesInMaintenance: []string{}},
 			result.Outcome{NodesInMaintenance: []string{"cp2"}}, nil, []string{"nodesInMaintenance"}},

@@ -155,11 +155,15 @@ func Checks(exp scenario.Expect, out result.Outcome, diags []result.Diagnosis, c
 		actual := "no answering control plane's config gives a shared IP"
 		passed := false
 
+		// Held means a client reaches the holder through it, too.
 		if ip := out.SharedIP; ip != nil {
-			passed = ip.State() == exp.SharedIP
+			passed = ip.State() == exp.SharedIP && (ip.State() != result.SharedIPHeld || ip.Error == "")
 			actual = ip.State() + " (" + ip.Address + ")"
 
-			if ip.Holder != "" {
+			switch {
+			case ip.Holder != "" && ip.Error != "":
+				actual = fmt.Sprintf("held by %s (%s), but its Talos API does not answer there: %s", ip.Holder, ip.Address, ip.Error)
+			case ip.Holder != "":
 				actual = fmt.Sprintf("held by %s (%s)", ip.Holder, ip.Address)
 			}
 		}

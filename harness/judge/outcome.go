@@ -75,6 +75,9 @@ func OutcomeOf(o *history.Observation) result.Outcome {
 
 	if ip, holder := o.SharedIPHolder(); ip != "" {
 		out.SharedIP = &result.SharedIP{Address: ip, Holder: holder}
+		if holder != "" {
+			out.SharedIP.Error = o.Nodes[holder].SharedIPError
+		}
 	}
 
 	endpoints, _ := o.KubernetesEndpoints()

@@ -153,10 +153,13 @@ type Outcome struct {
 }
 
 // SharedIP is a cluster's shared IP at the end of a run: Holder is the
-// control plane that held it, empty when none did.
+// control plane that held it, empty when none did; Error what the
+// talosconfig client got through it from the holder's Talos API, empty when
+// it answered.
 type SharedIP struct {
 	Address string `json:"address"`
 	Holder  string `json:"holder,omitempty"`
+	Error   string `json:"error,omitempty"`
 }
 
 // State is how the check `sharedIP` reads the shared IP: "held" or
