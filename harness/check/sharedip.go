@@ -6,8 +6,8 @@ import (
 	"strconv"
 
 	"github.com/cosi-project/runtime/pkg/safe"
-	configres "github.com/siderolabs/talos/pkg/machinery/resources/config"
 	"github.com/siderolabs/talos/pkg/machinery/constants"
+	configres "github.com/siderolabs/talos/pkg/machinery/resources/config"
 	"github.com/siderolabs/talos/pkg/machinery/resources/network"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
