@@ -73,6 +73,8 @@ type view struct {
 	Markers   []marker
 	Chart     chartView
 	Diagnoses []diagView
+	// Unfired are the faults of a pass that never struck (Unfired).
+	Unfired []string
 	Entries   []entryView
 	Legend    []legendItem
 }
@@ -154,6 +156,9 @@ type nodeState struct {
 
 func newView(r *result.Result) *view {
 	v := &view{R: r, Verdict: strings.ToUpper(orDash(r.Verdict)), Duration: bothTimes(r.DurationMs, r.TimeScale)}
+	if r.Verdict == result.Pass {
+		v.Unfired = Unfired(r)
+	}
 
 	h := r.History
 	if h == nil || len(h.Entries) == 0 {

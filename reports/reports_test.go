@@ -591,6 +591,27 @@ func TestSummary(t *testing.T) {
 	}
 }
 
+// A pass whose fault never struck says so; a fault that struck does not.
+func TestSummaryUnfiredFault(t *testing.T) {
+	r := passResult()
+	r.Faults = []result.Fault{{Name: "cp1-off", Kind: "power-off", Node: "cp1", Trigger: "when cp1 formed", StartMs: -1, EndMs: -1},
+		{Name: "slow", Kind: "latency", Trigger: "at 10s", StartMs: 10000, EndMs: 20000}}
+
+	if s := Summary(r); !strings.Contains(s, "note: cp1-off never struck (its trigger never held): this pass says nothing of it") || strings.Contains(s, "slow never") {
+		t.Errorf("unfired:\n%s", s)
+	}
+
+	r.Schedule = []result.Planned{{Name: "cp1-off", Kind: "power-off", Nodes: []string{"cp1"}, Trigger: "when cp1 formed"}}
+	if page, err := HTML(r); err != nil || !strings.Contains(string(page), "Never struck</b> (their triggers never held): cp1-off.") {
+		t.Errorf("report.html (%v) does not name the fault that never struck", err)
+	}
+
+	r.Faults[0].StartMs, r.Faults[0].EndMs = 5000, 9000
+	if s := Summary(r); strings.Contains(s, "never struck") {
+		t.Errorf("every fault struck:\n%s", s)
+	}
+}
+
 // The shared IP's holder at the end is on the outcome's line.
 func TestSummarySharedIP(t *testing.T) {
 	r := passResult()

@@ -150,6 +150,11 @@ func Summary(r *result.Result) string {
 
 			fmt.Fprintln(tw, line)
 		}
+
+		// A pass with a fault that never struck says nothing of that fault.
+		if unfired := Unfired(r); r.Verdict == result.Pass && len(unfired) > 0 {
+			fmt.Fprintf(tw, "  note: %s never struck (its trigger never held): this pass says nothing of it\n", oneLine(strings.Join(unfired, ", ")))
+		}
 	}
 
 	if r.Error != "" {
@@ -462,6 +467,20 @@ func fmtDuration(ms int64) string {
 	default:
 		return d.Round(time.Second).String()
 	}
+}
+
+// Unfired are the faults of a run that never started: their triggers
+// never held (startMs -1), so no check of the run was made under them.
+func Unfired(r *result.Result) []string {
+	var out []string
+
+	for _, f := range r.Faults {
+		if f.StartMs < 0 {
+			out = append(out, f.Name)
+		}
+	}
+
+	return out
 }
 
 // faultSpan is when a fault started and ended, for people: "never" for a
