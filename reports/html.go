@@ -75,8 +75,8 @@ type view struct {
 	Diagnoses []diagView
 	// Unfired are the faults of a pass that never struck (Unfired).
 	Unfired []string
-	Entries   []entryView
-	Legend    []legendItem
+	Entries []entryView
+	Legend  []legendItem
 }
 
 type tick struct {
