@@ -1,7 +1,6 @@
 package judge
 
 import (
-	"strings"
 	"testing"
 
 	"google.golang.org/grpc/codes"
@@ -43,26 +42,6 @@ func TestBootstrapUnreached(t *testing.T) {
 			observed(90000, "cp1", history.ModeMaintenance, nil, nil, true), observed(90000, "cp2", history.ModeMaintenance, nil, nil, true),
 			observed(90000, "cp3", history.ModeMaintenance, nil, nil, true)), nil},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got := codeFunc("bootstrap-unreached")(FromHistory(tc.h, Options{}))
-
-			if tc.want == nil {
-				if len(got) != 0 {
-					t.Fatalf("diagnosed %+v", got)
-				}
-
-				return
-			}
-
-			if len(got) != 1 || got[0].Node != "cp1" {
-				t.Fatalf("got %+v, want one diagnosis on cp1", got)
-			}
-
-			for _, w := range tc.want {
-				if !strings.Contains(got[0].Evidence, w) {
-					t.Errorf("evidence %q lacks %q", got[0].Evidence, w)
-				}
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { wantOneDiagnosis(t, "bootstrap-unreached", tc.h, "cp1", tc.want) })
 	}
 }

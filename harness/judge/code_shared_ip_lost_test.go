@@ -48,27 +48,7 @@ func TestSharedIPLost(t *testing.T) {
 		{"no shared IP", threeNodes(60, observed(10000, "cp1", history.ModeConfigured, running(true, ""), nil, false),
 			observed(90000, "cp1", history.ModeConfigured, noQuorum, nil, true)), nil},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got := codeFunc("shared-ip-lost")(FromHistory(tc.h, Options{}))
-
-			if tc.want == nil {
-				if len(got) != 0 {
-					t.Fatalf("diagnosed %+v", got)
-				}
-
-				return
-			}
-
-			if len(got) != 1 || got[0].Node != "cp1" {
-				t.Fatalf("got %+v, want one diagnosis on cp1", got)
-			}
-
-			for _, w := range tc.want {
-				if !strings.Contains(got[0].Evidence, w) {
-					t.Errorf("evidence %q lacks %q", got[0].Evidence, w)
-				}
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { wantOneDiagnosis(t, "shared-ip-lost", tc.h, "cp1", tc.want) })
 	}
 }
 

@@ -72,6 +72,32 @@ func codeFunc(name string) func(*Evidence) []diagnosis {
 	}
 }
 
+// wantOneDiagnosis checks that code diagnoses h once, on node, with every
+// part of want in the evidence; nil want: no diagnosis at all.
+func wantOneDiagnosis(t *testing.T, code string, h history.History, node string, want []string) {
+	t.Helper()
+
+	got := codeFunc(code)(FromHistory(h, Options{}))
+
+	if want == nil {
+		if len(got) != 0 {
+			t.Fatalf("diagnosed %+v", got)
+		}
+
+		return
+	}
+
+	if len(got) != 1 || got[0].Node != node {
+		t.Fatalf("got %+v, want one diagnosis on %s", got, node)
+	}
+
+	for _, w := range want {
+		if !strings.Contains(got[0].Evidence, w) {
+			t.Errorf("evidence %q lacks %q", got[0].Evidence, w)
+		}
+	}
+}
+
 func TestTimeBootstrapAndClockDiagnoses(t *testing.T) {
 	voter := []history.Member{member(1, "cp1", cp1, false)}
 	ok := running(true, "")
