@@ -126,8 +126,6 @@ func doctorUntilWith(t *testing.T, dir string, c *sim.Cluster, flags []string, w
 }
 
 func TestDoctorNamesFailureStates(t *testing.T) {
-	t.Parallel() // waits on its clusters' timers, beside the other such tests (make test's cmd lane)
-
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
@@ -212,8 +210,6 @@ func TestDoctorNamesFailureStates(t *testing.T) {
 // The state of the issue: cp2 does not answer and cp3 is a learner that is
 // never promoted (every MemberPromote it makes is refused).
 func TestDoctorUnreachableNodeAndLearner(t *testing.T) {
-	t.Parallel() // waits on its clusters' timers, beside the other such tests (make test's cmd lane)
-
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 

@@ -18,8 +18,6 @@ import (
 // and the outcomes, a junit.xml with a test case per seed, summary.md and each
 // seed's report (pki-mismatch: its runs take seconds).
 func TestHuntWritesItsReports(t *testing.T) {
-	t.Parallel() // waits on its clusters' timers, beside the other such tests (make test's cmd lane)
-
 	dir := filepath.Join(t.TempDir(), "hunt")
 
 	// At 30x, not 60x: a stall of the host voids a run from 2 s on, not 1 s.

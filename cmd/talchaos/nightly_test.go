@@ -112,8 +112,6 @@ func TestNightlyVoidRuns(t *testing.T) {
 // to be counted the same way everywhere: pki-mismatch, whose runs take
 // seconds.)
 func TestNightlyWritesItsFiles(t *testing.T) {
-	t.Parallel() // waits on its clusters' timers, beside the other such tests (make test's cmd lane)
-
 	out := filepath.Join(t.TempDir(), "night")
 
 	// At 30x, not 60x: a stall of the host voids a run from 2 s on, not 1 s.
