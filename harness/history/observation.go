@@ -3,7 +3,6 @@ package history
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -129,9 +128,8 @@ type NodeObservation struct {
 // plane's config gives one that no node was seen holding; both empty when no
 // answering node's config gives one.
 func (o *Observation) SharedIPHolder() (ip, holder string) {
-	for _, name := range slices.Sorted(maps.Keys(o.Nodes)) {
-		n := o.Nodes[name]
-		if n == nil || n.SharedIP == "" {
+	for _, n := range o.Ordered() {
+		if n.SharedIP == "" {
 			continue
 		}
 
