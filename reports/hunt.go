@@ -170,6 +170,10 @@ func HuntSummary(h *Hunt) string {
 		fmt.Fprintf(&b, "%s\n\n", VoidNote(s))
 	}
 
+	if s.Unstruck > 0 {
+		fmt.Fprintf(&b, "%s\n\n", UnstruckNote(h))
+	}
+
 	if h.TimeScale != 0 {
 		fmt.Fprintf(&b, "Every seed at time scale %s (`--time-scale`).\n\n", shard.ScaleText(h.TimeScale))
 	}
@@ -200,6 +204,31 @@ const voidRunner = "Many void runs mean an overloaded or paused runner."
 func VoidNote(s stats.Summary) string {
 	return fmt.Sprintf("**%d of %d** runs void (%s): they say nothing of the scenario; the rate and the times are of the other %d. %s",
 		s.Void, s.Runs, VoidWhy, s.Judged(), voidRunner)
+}
+
+// UnstruckNote says which of a hunt's passes had a fault that never struck,
+// and which: "2 of 5 passes had a fault that never struck (its trigger
+// never held): they say nothing of it. Seed 3: cp1-off; seed 4: cp1-off."
+func UnstruckNote(h *Hunt) string {
+	var seeds []string
+
+	for _, r := range h.Runs {
+		if r.Verdict == stats.Pass && len(r.Unfired) > 0 {
+			seeds = append(seeds, fmt.Sprintf("seed %d: %s", r.Seed, strings.Join(r.Unfired, ", ")))
+		}
+	}
+
+	return fmt.Sprintf("%d of %d passes had a fault that never struck (its trigger never held): they say nothing of it. %s.",
+		h.Summary.Unstruck, h.Summary.Passed, upperFirst(strings.Join(seeds, "; ")))
+}
+
+// upperFirst is s with its first letter in upper case.
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+
+	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 // Millis is a millisecond count as a duration, to a tenth of a second.

@@ -85,6 +85,14 @@ func WriteNightly(dir string, hunts []*Hunt, changes []stats.Change, compared bo
 
 	idx.WriteString("</table>\n")
 
+	for _, h := range hunts {
+		if h.Summary.Unstruck > 0 {
+			note := h.Scenario + ": " + UnstruckNote(h)
+			md.WriteString("\n" + mdCell(note) + "\n")
+			idx.WriteString("<p>" + html.EscapeString(note) + "</p>\n")
+		}
+	}
+
 	if void := voidRuns(hunts); void > 0 {
 		note := fmt.Sprintf("%d runs void (%s): they say nothing of their scenarios and no rate counts them. %s", void, VoidWhy, voidRunner)
 		md.WriteString("\n" + note + "\n")

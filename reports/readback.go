@@ -101,7 +101,8 @@ var readOptions = strictjson.Options{Required: map[reflect.Type][]string{
 // JSON path: another schema, no scenario, a negative wall time, a
 // parallelism below one, more than stats.MaxRuns runs, a run of an unknown
 // verdict, of a negative duration, of a seed given before or out of order,
-// or whose report directory is not a plain relative path; a summary that is
+// whose report directory is not a plain relative path, or whose faults
+// that never struck are unnamed or named twice; a summary that is
 // not the one its runs make (stats.Summarize); a time scale out of range;
 // an unusable shard stamp, one whose run does not hunt this scenario or
 // whose time scale is not the hunt's.
@@ -157,6 +158,7 @@ func (h *Hunt) Validate() []*strictjson.Error {
 
 		nonNegative(&p, strictjson.Key(rp, "durationMs"), r.DurationMs)
 		checkReportDir(&p, strictjson.Key(rp, "report"), r.Report)
+		checkUnfired(&p, strictjson.Key(rp, "unfired"), r.Unfired)
 
 		runs[i] = r.Run
 	}
@@ -168,6 +170,19 @@ func (h *Hunt) Validate() []*strictjson.Error {
 	}
 
 	return p.Errs()
+}
+
+// checkUnfired checks a run's list of faults that never struck: names, each
+// once.
+func checkUnfired(p *strictjson.Problems, path string, names []string) {
+	for i, n := range names {
+		switch {
+		case n == "":
+			p.Addf(strictjson.Index(path, i), "is empty: a fault's name")
+		case slices.Index(names, n) < i:
+			p.Addf(strictjson.Index(path, i), "%s is listed twice", strictjson.Quote(n))
+		}
+	}
 }
 
 // Validate reports what makes a certification contradict itself, each

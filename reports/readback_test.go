@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -136,6 +137,9 @@ func TestReadbackRefusesBadFiles(t *testing.T) {
 		{"passed edited", false, edit(hunt, `"passed": 1,`, `"passed": 2,`), `summary.passed: is 2, but the runs make 1`},
 		{"outcome seeds edited", false, edit(hunt, "\"seeds\": [\n          4\n", "\"seeds\": [\n          3\n"), `summary.outcomes[0].seeds: is [3], but the runs make [4]`},
 		{"report a URL", false, edit(hunt, `"report": "seed-2"`, `"report": "javascript:alert(1)"`), `runs[0].report: is "javascript:alert(1)": want a plain relative path`},
+		{"unfired unnamed", false, edit(hunt, `"report": "seed-2"`, `"report": "seed-2", "unfired": [""]`), `runs[0].unfired[0]: is empty: a fault's name`},
+		{"unfired twice", false, edit(hunt, `"report": "seed-2"`, `"report": "seed-2", "unfired": ["cp1-off", "cp1-off"]`), `runs[0].unfired[1]: "cp1-off" is listed twice`},
+		{"unstruck edited", false, edit(hunt, `"passed": 1,`, `"passed": 1, "unstruck": 1,`), `summary.unstruck: is 1, but the runs make 0`},
 		{"report absolute", false, edit(hunt, `"report": "seed-2"`, `"report": "/etc"`), `runs[0].report: is "/etc": want a path relative`},
 		{"stamp of another scenario", false, edit(hunt, `"invalid-config",
       "pki-mismatch"`, `"happy-path",
@@ -259,6 +263,33 @@ func FuzzReadCertify(f *testing.F) {
 			t.Fatalf("written again, it does not read back: %v", err)
 		}
 	})
+}
+
+// A pass whose fault never struck reads back, counts in the summary's
+// unstruck and is named in summary.md.
+func TestHuntUnstruckPass(t *testing.T) {
+	h := sampleHunt()
+	h.Runs[0].Unfired = []string{"cp1-off"}
+	h.Summary = stats.Summarize(h.Scenario, []stats.Run{h.Runs[0].Run, h.Runs[1].Run})
+
+	dir := t.TempDir()
+	if _, err := WriteHunt(dir, h); err != nil {
+		t.Fatal(err)
+	}
+
+	back, err := ReadHunt(filepath.Join(dir, HuntJSONFile))
+	if err != nil {
+		t.Fatalf("a hunt with an unstruck pass does not read back: %v", err)
+	}
+
+	if back.Summary.Unstruck != 1 || !slices.Equal(back.Runs[0].Unfired, []string{"cp1-off"}) {
+		t.Errorf("read back: summary %+v, run %+v", back.Summary, back.Runs[0])
+	}
+
+	want := "1 of 1 passes had a fault that never struck (its trigger never held): they say nothing of it. Seed 2: cp1-off."
+	if md := HuntSummary(h); !strings.Contains(md, want) {
+		t.Errorf("summary.md lacks %q:\n%s", want, md)
+	}
 }
 
 // A hunt's run voided by a stall of the host reads back, is skipped in
@@ -386,6 +417,31 @@ func TestCertifyVoidRun(t *testing.T) {
 			if !strings.Contains(string(data), want) {
 				t.Errorf("%s lacks %q:\n%s", file, want, data)
 			}
+		}
+	}
+}
+
+// The night's summary.md and index.html name a scenario's passes whose
+// fault never struck.
+func TestNightlyNamesUnstruckPasses(t *testing.T) {
+	h := sampleHunt()
+	h.Runs[0].Unfired = []string{"cp1-off"}
+	h.Summary = stats.Summarize(h.Scenario, []stats.Run{h.Runs[0].Run, h.Runs[1].Run})
+
+	dir := t.TempDir()
+	if err := WriteNightly(dir, []*Hunt{h}, nil, false); err != nil {
+		t.Fatal(err)
+	}
+
+	want := "invalid-config: 1 of 1 passes had a fault that never struck"
+	for _, name := range []string{HuntSummaryFile, NightlyIndexFile} {
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		if !strings.Contains(string(data), want) {
+			t.Errorf("%s lacks %q:\n%s", name, want, data)
 		}
 	}
 }

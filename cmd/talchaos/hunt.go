@@ -221,6 +221,10 @@ func printHunt(out io.Writer, h *reports.Hunt) {
 		fmt.Fprintf(out, "  %d of %d runs void (%s); the numbers are of the other %d\n", sum.Void, sum.Runs, reports.VoidWhy, sum.Judged())
 	}
 
+	if sum.Unstruck > 0 {
+		fmt.Fprintf(out, "  %s\n", reports.UnstruckNote(h))
+	}
+
 	for _, o := range sum.Outcomes {
 		fmt.Fprintf(out, "  %-40s %3d seed(s)  replay: %s\n", o.Key(), len(o.Seeds), o.Replay)
 	}
@@ -348,6 +352,7 @@ func runSeed(ctx context.Context, sc *scenario.Scenario, tgt target.Target, seed
 	out.written = true
 	out.run = reports.HuntRun{Run: stats.Run{
 		Seed: seed, Verdict: huntVerdict(res), Diagnoses: diagnosisCodes(res), DurationMs: res.DurationMs, Replay: replay,
+		Unfired: reports.Unfired(res),
 	}, Report: rel, Failure: firstFailure(res)}
 
 	return out

@@ -305,6 +305,12 @@ func verdictOf(out io.Writer, changes []stats.Change) error {
 		case c.Improvement:
 			fmt.Fprintf(out, "improvement %s: %s -> %s (p = %.3g)\n", c.Scenario, reports.PassedOf(c.Before), reports.PassedOf(c.After), c.P)
 		}
+
+		// Not a regression of the rate, but of what the passes test.
+		if c.After.Unstruck > c.Before.Unstruck {
+			fmt.Fprintf(out, "unstruck    %s: %d of %d passes had a fault that never struck (%d of %d before): they say nothing of it\n",
+				c.Scenario, c.After.Unstruck, c.After.Passed, c.Before.Unstruck, c.Before.Passed)
+		}
 	}
 
 	if void > 0 {

@@ -172,6 +172,10 @@ func (s *Summary) check(p *strictjson.Problems, sp string) {
 		p.Addf(strictjson.Key(sp, "void"), "is %d: want 0 to runs - passed (%d)", s.Void, s.Runs-s.Passed)
 
 		return
+	case s.Unstruck < 0 || s.Unstruck > s.Passed:
+		p.Addf(strictjson.Key(sp, "unstruck"), "is %d: want 0 to passed (%d)", s.Unstruck, s.Passed)
+
+		return
 	}
 
 	if rate := s.rate(); !(math.Abs(s.Rate-rate) <= 1e-9) {

@@ -217,6 +217,8 @@ func TestReadLedgerErrors(t *testing.T) {
 		{"fraction.json", edit(`"runs": 20`, `"runs": 20.5`), []string{`scenarios[0].runs: "20.5" is not an integer`}},
 		{"string.json", edit(`"runs": 20`, `"runs": "20"`), []string{"scenarios[0].runs: a string where an integer belongs"}},
 		{"void-over.json", edit(`"passed": 19,`, `"passed": 19, "void": 2,`), []string{"scenarios[1].void: is 2: want 0 to runs - passed (1)"}},
+		{"unstruck-over.json", edit(`"passed": 19,`, `"passed": 19, "unstruck": 20,`), []string{"scenarios[1].unstruck: is 20: want 0 to passed (19)"}},
+		{"unstruck-negative.json", edit(`"passed": 19,`, `"passed": 19, "unstruck": -1,`), []string{"scenarios[1].unstruck: is -1: want 0 to passed (19)"}},
 		{"void-outcomes.json", edit(`"rate": 0.95,`, `"void": 1, "rate": 1,`), []string{"scenarios[1].outcomes: hold 0 void runs, but void is 1"}},
 		{"rate.json", edit(`"rate": 1,`, `"rate": 0.5,`), []string{"scenarios[0].rate: is 0.5, but passed/(runs - void) is 1"}},
 		{"interval.json", edit(`"rateHigh": 1,`, `"rateHigh": 2,`), []string{"scenarios[0].rateLow: is 0.83"}},

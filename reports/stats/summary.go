@@ -35,6 +35,9 @@ type Run struct {
 	Diagnoses  []string `json:"diagnoses,omitempty"` // diagnosis codes, any order
 	DurationMs int64    `json:"durationMs"`
 	Replay     string   `json:"replay,omitempty"` // command that reproduces this run
+	// Unfired names the run's faults that never struck (their trigger never
+	// held): a pass with one says nothing of that fault.
+	Unfired []string `json:"unfired,omitempty"`
 }
 
 // Outcome is one distinct way a scenario ended, with every seed that ended
@@ -68,7 +71,12 @@ type Summary struct {
 	// Void is how many of the runs were voided by a stall of the host
 	// (verdict Void): the rate, its interval and the percentiles are of the
 	// other runs (Judged), and Compare tests those.
-	Void     int       `json:"void,omitempty"`
+	Void int `json:"void,omitempty"`
+	// Unstruck is how many of the passes had a fault that never struck
+	// (Run.Unfired): passes that say nothing of that fault. They stay in
+	// the rate (the run's expectations held); a night whose passes grow
+	// hollow shows here, not as a regression.
+	Unstruck int       `json:"unstruck,omitempty"`
 	Rate     float64   `json:"rate"`     // Passed/Judged, 0 with no judged runs
 	Low      float64   `json:"rateLow"`  // Wilson 95 % interval of Rate:
 	High     float64   `json:"rateHigh"` // [Low, High]
@@ -103,6 +111,10 @@ func Summarize(scenario string, runs []Run) Summary {
 		switch r.Verdict {
 		case Pass:
 			s.Passed++
+
+			if len(r.Unfired) > 0 {
+				s.Unstruck++
+			}
 		case Void:
 			s.Void++
 		}
@@ -181,6 +193,7 @@ func (s Summary) Mismatch(want Summary, path string) (at, got, wanted string) {
 		a, b any
 	}{
 		{"scenario", s.Scenario, want.Scenario}, {"runs", s.Runs, want.Runs}, {"passed", s.Passed, want.Passed}, {"void", s.Void, want.Void},
+		{"unstruck", s.Unstruck, want.Unstruck},
 		{"rate", s.Rate, want.Rate}, {"rateLow", s.Low, want.Low}, {"rateHigh", s.High, want.High},
 		{"p50Ms", s.P50Ms, want.P50Ms}, {"p95Ms", s.P95Ms, want.P95Ms},
 	} {

@@ -114,6 +114,29 @@ func TestSummarizeVoid(t *testing.T) {
 	}
 }
 
+// A pass with a fault that never struck counts in the rate and in
+// Unstruck; a failure with one does not count there (it says something).
+func TestSummarizeUnstruck(t *testing.T) {
+	runs := []Run{
+		{Seed: 1, Verdict: Pass, DurationMs: 1000, Unfired: []string{"cp1-off"}},
+		{Seed: 2, Verdict: Pass, DurationMs: 1000},
+		{Seed: 3, Verdict: Fail, DurationMs: 1000, Unfired: []string{"cp1-off"}},
+		{Seed: 4, Verdict: Pass, DurationMs: 1000, Unfired: []string{"cp1-off", "cp2-off"}},
+	}
+
+	got := Summarize("vip", runs)
+	if got.Passed != 3 || got.Unstruck != 2 || got.Rate != 0.75 {
+		t.Errorf("Summarize = passed %d, unstruck %d, rate %v; want 3, 2, 0.75", got.Passed, got.Unstruck, got.Rate)
+	}
+
+	edited := got
+	edited.Unstruck = 1
+
+	if at, _, _ := edited.Mismatch(got, "summary"); at != "summary.unstruck" {
+		t.Errorf("Mismatch of an edited unstruck count is at %q, want summary.unstruck", at)
+	}
+}
+
 func TestSummarizeEmpty(t *testing.T) {
 	got := Summarize("idle", nil)
 	if got.Runs != 0 || got.Passed != 0 || got.Rate != 0 || got.Low != 0 || got.High != 1 || got.P50Ms != 0 {
