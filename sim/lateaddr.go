@@ -230,6 +230,16 @@ func (c *Cluster) updateSANGates() {
 	}
 }
 
+// setRelaysDown takes the relays listening on ip down or brings them back
+// (netfault.Proxy.SetDown).
+func (n *Node) setRelaysDown(ip netip.Addr, down bool) {
+	for _, p := range n.relays {
+		if ap, err := netip.ParseAddrPort(p.Listen); err == nil && ap.Addr() == ip {
+			p.SetDown(down)
+		}
+	}
+}
+
 // HoldAddressDown implements target.Addresses: the node's further address
 // ip is not up (its NIC's link down, no lease yet) until healed. Like
 // time-unsynced, the fault stands for an address down since the node
@@ -273,6 +283,14 @@ func (c *Cluster) HoldAddressDown(ctx context.Context, node string, ip netip.Add
 		return nil, err
 	}
 
+	// The connections to the address end: on a real network the peers'
+	// timeouts end them (etcd's stream readers in 5 s), here at once, since
+	// on loopback they would neither carry nor fail. A connection the node
+	// made from the address is not modelled (the sim hides sources): it
+	// lives on, where a real one would end and be dialled again from
+	// another address.
+	n.setRelaysDown(ip, true)
+
 	c.updateSANGates()
 
 	if err := n.syncEtcdCerts(ctx); err != nil {
@@ -302,6 +320,7 @@ func (c *Cluster) HoldAddressDown(ctx context.Context, node string, ip netip.Add
 			return err
 		}
 
+		n.setRelaysDown(ip, false)
 		n.wake()
 
 		return nil

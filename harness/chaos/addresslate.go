@@ -73,7 +73,14 @@ func (k AddressLate) Validate(c *scenario.FaultCheck) {
 		c.OneOf("certificates", k.Certificates, "certificates", []string{CertsReissued, CertsAtBoot})
 	}
 
-	ip, err := netip.ParseAddr(k.Address)
+	checkFurtherAddress(c, "address-late", string(k.Node), k.Address)
+}
+
+// checkFurtherAddress checks a kind's address parameter: one of its node's
+// further routed addresses under cluster.network (not its main address,
+// which the run reaches it at).
+func checkFurtherAddress(c *scenario.FaultCheck, kind, node, address string) {
+	ip, err := netip.ParseAddr(address)
 	if err != nil {
 		c.Errorf("address", "required: one of the node's further addresses under cluster.network, an IP address")
 
@@ -82,12 +89,12 @@ func (k AddressLate) Validate(c *scenario.FaultCheck) {
 
 	sc := c.Scenario()
 	if sc.Cluster.Network == nil {
-		c.Errorf("address", "address-late needs cluster.network: without it a node has only its main address")
+		c.Errorf("address", "%s needs cluster.network: without it a node has only its main address", kind)
 
 		return
 	}
 
-	addrs := sc.Cluster.NodeAddresses()[string(k.Node)]
+	addrs := sc.Cluster.NodeAddresses()[node]
 
 	i := slices.IndexFunc(addrs, func(a scenario.Address) bool { return a.Addr == ip })
 
@@ -95,9 +102,9 @@ func (k AddressLate) Validate(c *scenario.FaultCheck) {
 	case len(addrs) == 0:
 		// an unknown node: Node reported it
 	case i < 0:
-		c.Errorf("address", "%s is not an address of %s under cluster.network: one of %s", ip, k.Node, furtherAddrs(addrs))
+		c.Errorf("address", "%s is not an address of %s under cluster.network: one of %s", ip, node, furtherAddrs(addrs))
 	case i == 0:
-		c.Errorf("address", "%s is %s's main address, which the run reaches it at: one of %s", ip, k.Node, furtherAddrs(addrs))
+		c.Errorf("address", "%s is %s's main address, which the run reaches it at: one of %s", ip, node, furtherAddrs(addrs))
 	case addrs[i].Unrouted:
 		c.Errorf("address", "%s is unrouted: the other nodes never reach it", ip)
 	}

@@ -309,6 +309,8 @@ func TestValidation(t *testing.T) {
 		{"address-late", "{kind: address-late, node: cp2, address: 10.0.0.2, certificates: never, at: 0s}", `faults[0].certificates: unknown certificates "never": one of reissued, at-boot`},
 		{"address-late", "{kind: address-late, node: random, address: 10.0.0.2, at: 0s}", "faults[0].node: address-late names its node: the address is that node's"},
 		{"address-late", "{kind: address-late, node: w1, address: 10.0.0.2, at: 0s}", `faults[0].node: "w1" is a worker, which runs no etcd: address-late acts on its etcd certificates`},
+		{"address-gone", "{kind: address-gone, node: cp2, address: 10.0.0.2, at: 1m}", "faults[0].address: address-gone needs cluster.network: without it a node has only its main address"},
+		{"address-gone", "{kind: address-gone, node: cp2, at: 1m}", "faults[0].address: required: one of the node's further addresses under cluster.network, an IP address"},
 	}
 
 	covered := map[string]bool{}
@@ -384,10 +386,10 @@ func TestDiscoveryKindsRefuseKubernetes(t *testing.T) {
 	}
 }
 
-// address-late names one of the node's further routed addresses under
-// cluster.network.
+// address-late and address-gone name one of the node's further routed
+// addresses under cluster.network; address-gone may name a worker's.
 func TestAddressLateValidation(t *testing.T) {
-	const head = "apiVersion: talchaos/v1\nkind: Scenario\nname: s\ncluster:\n  controlPlanes: 3\n" +
+	const head = "apiVersion: talchaos/v1\nkind: Scenario\nname: s\ncluster:\n  controlPlanes: 3\n  workers: 1\n" +
 		"  network: {addresses: [10.197.230.11/24, 172.16.0.11/24]}\n" +
 		"  nodes: {cp2: {addresses: [{address: 10.255.0.2, unrouted: true}]}}\nfaults:\n"
 
@@ -397,6 +399,11 @@ func TestAddressLateValidation(t *testing.T) {
 		{"{kind: address-late, node: cp2, address: 10.197.230.12, at: 0s}", "faults[0].address: 10.197.230.12 is cp2's main address, which the run reaches it at: one of [172.16.0.12]"},
 		{"{kind: address-late, node: cp2, address: 172.16.0.11, at: 0s}", "faults[0].address: 172.16.0.11 is not an address of cp2 under cluster.network: one of [172.16.0.12]"},
 		{"{kind: address-late, node: cp2, address: 10.255.0.2, at: 0s}", "faults[0].address: 10.255.0.2 is unrouted: the other nodes never reach it"},
+		{"{kind: address-gone, node: cp2, address: 172.16.0.12, at: 1m}", ""},
+		{"{kind: address-gone, node: w1, address: 172.16.0.14, at: 1m, for: 1m}", ""},
+		{"{kind: address-gone, node: cp2, address: 10.197.230.12, at: 1m}", "faults[0].address: 10.197.230.12 is cp2's main address, which the run reaches it at: one of [172.16.0.12]"},
+		{"{kind: address-gone, node: random, address: 172.16.0.12, at: 1m}", `faults[0].node: unknown node "random"`},
+		{"{kind: address-gone, node: cp3, address: 10.255.0.2, at: 1m}", "faults[0].address: 10.255.0.2 is not an address of cp3 under cluster.network: one of [172.16.0.13]"},
 	} {
 		t.Run(tc.fault, func(t *testing.T) {
 			_, err := Parse("s.yaml", []byte(head+"  - "+tc.fault+"\n"))
@@ -404,8 +411,8 @@ func TestAddressLateValidation(t *testing.T) {
 			switch {
 			case tc.want == "" && err != nil:
 				t.Fatalf("refused: %v", err)
-			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), "s.yaml:9: "+tc.want)):
-				t.Fatalf("error:\n%v\nwant:\ns.yaml:9: %s", err, tc.want)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), "s.yaml:10: "+tc.want)):
+				t.Fatalf("error:\n%v\nwant:\ns.yaml:10: %s", err, tc.want)
 			}
 		})
 	}

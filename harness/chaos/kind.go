@@ -82,6 +82,7 @@ var Kinds = []Kind{
 	SlowDisk{},
 	// the node's addresses
 	AddressLate{},
+	AddressGone{},
 }
 
 // Env is what a fault gets when it is injected.

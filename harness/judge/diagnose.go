@@ -154,7 +154,6 @@ func (ev *Evidence) StintEnd(node string) (end time.Duration, promoted, ended bo
 // talosPromoteWindow is Talos's promote loop budget on every line (TALOS-FIDELITY.md §1).
 const talosPromoteWindow = 10 * time.Minute
 
-// firstLine finds the node's first log line containing substr.
 // firstLineAfter is node's first machined line holding substr at or after at.
 func (ev *Evidence) firstLineAfter(node string, at time.Duration, substr string) (LogLine, bool) {
 	for _, l := range ev.Logs(node) {
@@ -166,6 +165,7 @@ func (ev *Evidence) firstLineAfter(node string, at time.Duration, substr string)
 	return LogLine{}, false
 }
 
+// firstLine finds the node's first log line containing substr.
 func (ev *Evidence) firstLine(node, substr string) (LogLine, bool) {
 	for _, l := range ev.Logs(node) {
 		if strings.Contains(l.Text, substr) {

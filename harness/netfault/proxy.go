@@ -43,6 +43,8 @@ type Proxy struct {
 	seq     uint64
 	pruneAt int
 	stopped bool
+	// down: the address is gone (SetDown).
+	down bool
 }
 
 // pruneMin is how many connections a proxy keeps before it first looks for
@@ -132,12 +134,12 @@ func (p *Proxy) relay(ctx context.Context, c *net.TCPConn) {
 }
 
 // track keeps a new connection's two ends for Stop and names its links; it
-// reports false once the proxy is stopped.
+// reports false once the proxy is stopped, and while it is down.
 func (p *Proxy) track(client, upstream *net.TCPConn) (string, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 
-	if p.stopped {
+	if p.stopped || p.down {
 		return "", false
 	}
 
@@ -166,6 +168,26 @@ func closed(c *net.TCPConn) bool {
 	}
 
 	return rc.Control(func(uintptr) {}) != nil
+}
+
+// SetDown takes the proxy's address down or brings it back: down, it closes
+// every connection it holds and every one it accepts until brought back
+// (one the kernel took in while the address went); a real network's
+// timeouts end the connections to an address that left its host, here they
+// end at once.
+func (p *Proxy) SetDown(down bool) {
+	p.mu.Lock()
+	p.down = down
+
+	var conns map[*net.TCPConn]struct{}
+	if down && !p.stopped {
+		conns, p.conns = p.conns, map[*net.TCPConn]struct{}{}
+	}
+	p.mu.Unlock()
+
+	for c := range conns {
+		c.Close()
+	}
 }
 
 // Stop stops accepting and closes every connection the proxy still holds. It

@@ -81,6 +81,39 @@ func TestProxyStopClosesEveryConnection(t *testing.T) {
 	}
 }
 
+// Down, a proxy ends the connections it holds and every one it takes in;
+// back up, it relays again.
+func TestProxySetDown(t *testing.T) {
+	proxy := startProxy(t, startEcho(t, nil))
+
+	dial := func() net.Conn {
+		c, err := net.DialTimeout("tcp", proxy.Listen, 3*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		t.Cleanup(func() { _ = c.Close() })
+
+		return c
+	}
+
+	before := dial()
+	echoOnce(t, before, "a")
+
+	proxy.SetDown(true)
+
+	if !ended(t, before) {
+		t.Error("a connection held when the proxy went down is still open")
+	}
+
+	if !ended(t, dial()) {
+		t.Error("a connection taken in while down is relayed")
+	}
+
+	proxy.SetDown(false)
+	echoOnce(t, dial(), "b")
+}
+
 func TestProxyToxicReachesOpenConnections(t *testing.T) {
 	proxy := startProxy(t, startEcho(t, nil))
 
