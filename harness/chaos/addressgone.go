@@ -2,8 +2,6 @@ package chaos
 
 import (
 	"context"
-	"fmt"
-	"net/netip"
 
 	"github.com/talchaos/talchaos/harness/scenario"
 	"github.com/talchaos/talchaos/harness/target"
@@ -68,15 +66,5 @@ func (k AddressGone) Validate(c *scenario.FaultCheck) {
 }
 
 func (k AddressGone) Inject(ctx context.Context, env *Env) (target.Heal, error) {
-	a, ok := env.Cluster.(target.Addresses)
-	if !ok {
-		return nil, fmt.Errorf("the cluster cannot act on node addresses")
-	}
-
-	ip, err := netip.ParseAddr(k.Address)
-	if err != nil {
-		return nil, err
-	}
-
-	return a.HoldAddressDown(ctx, string(k.Node), ip, false)
+	return holdAddressDown(ctx, env, k.Node, k.Address, false)
 }

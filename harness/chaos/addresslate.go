@@ -128,15 +128,21 @@ func furtherAddrs(addrs []scenario.Address) string {
 }
 
 func (k AddressLate) Inject(ctx context.Context, env *Env) (target.Heal, error) {
+	return holdAddressDown(ctx, env, k.Node, k.Address, k.Certificates == CertsAtBoot)
+}
+
+// holdAddressDown holds the node's address down until healed, through the
+// target's Addresses (address-late, address-gone).
+func holdAddressDown(ctx context.Context, env *Env, node Node, address string, atBoot bool) (target.Heal, error) {
 	a, ok := env.Cluster.(target.Addresses)
 	if !ok {
 		return nil, fmt.Errorf("the cluster cannot act on node addresses")
 	}
 
-	ip, err := netip.ParseAddr(k.Address)
+	ip, err := netip.ParseAddr(address)
 	if err != nil {
 		return nil, err
 	}
 
-	return a.HoldAddressDown(ctx, string(k.Node), ip, k.Certificates == CertsAtBoot)
+	return a.HoldAddressDown(ctx, string(node), ip, atBoot)
 }
