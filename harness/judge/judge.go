@@ -155,9 +155,8 @@ func Checks(exp scenario.Expect, out result.Outcome, diags []result.Diagnosis, c
 		actual := "no answering control plane's config gives a shared IP"
 		passed := false
 
-		// Held means a client reaches the holder through it, too.
 		if ip := out.SharedIP; ip != nil {
-			passed = ip.State() == exp.SharedIP && (ip.State() != result.SharedIPHeld || ip.Error == "")
+			passed = ip.Is(exp.SharedIP)
 			actual = ip.State() + " (" + ip.Address + ")"
 
 			switch {

@@ -172,6 +172,13 @@ func (s *SharedIP) State() string {
 	return SharedIPHeld
 }
 
+// Is reports whether the shared IP is as expect.sharedIP's state says:
+// unheld, no control plane holds it; held, one does and its Talos API
+// answers there (a client whose only endpoint is the VIP reaches it).
+func (s *SharedIP) Is(state string) bool {
+	return s.State() == state && (state != SharedIPHeld || s.Error == "")
+}
+
 // The states of a shared IP that expect.sharedIP names.
 const (
 	SharedIPHeld   = "held"
