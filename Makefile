@@ -108,21 +108,21 @@ test-lane-scenarios:
 
 test-lane-sim: test-step-race-build
 	$(LANE_MARK) sim
-	$(call STEP,sim) (cd sim && $(TESTBIN)/sim.test -test.timeout 12m </dev/null)
+	$(call STEP,sim) hack/testbin sim $(TESTBIN)/sim.test -test.timeout 12m
 	$(LANE_MARK) done
 
 test-lane-containers: test-step-norace test-step-race-build
 	$(LANE_MARK) containers
-	$(call STEP,containers) (cd sim/container && $(TESTBIN)/container.test -test.timeout 12m </dev/null)
+	$(call STEP,containers) hack/testbin sim/container $(TESTBIN)/container.test -test.timeout 12m
 	$(LANE_MARK) fuzz
 	$(call STEP,fuzz) nice -n 10 $(MAKE) --no-print-directory fuzz
 	$(LANE_MARK) done
 
 test-lane-cmd: test-step-norace test-step-race-build
 	$(LANE_MARK) cmd
-	$(call STEP,cmd) (cd cmd/talchaos && $(TESTBIN)/talchaos.test -test.timeout 12m -test.skip '$(CMD_APART)' </dev/null)
+	$(call STEP,cmd) hack/testbin cmd/talchaos $(TESTBIN)/talchaos.test -test.timeout 12m -test.skip '$(CMD_APART)'
 	$(LANE_MARK) cmd real-target and replay
-	$(call STEP,cmd real-target and replay) (cd cmd/talchaos && $(TESTBIN)/talchaos.test -test.timeout 12m -test.run '$(CMD_LAST)' -test.skip '$(CMD_NORACE)' </dev/null)
+	$(call STEP,cmd real-target and replay) hack/testbin cmd/talchaos $(TESTBIN)/talchaos.test -test.timeout 12m -test.run '$(CMD_LAST)' -test.skip '$(CMD_NORACE)'
 	$(LANE_MARK) done
 
 test-step-norace:
@@ -130,8 +130,9 @@ test-step-norace:
 	$(call STEP,cmd without the race detector) $(GO) test -count=1 -timeout 10m -run '$(CMD_NORACE)' ./cmd/talchaos
 
 # The race build: compiles and links the test binaries of the packages
-# whose tests take minutes into TESTBIN, where the lanes run them, each in
-# its package's directory as go test would. go test caches no linked
+# whose tests take minutes into TESTBIN, where the lanes run them through
+# hack/testbin, each in its package's directory and its output shown only
+# when it fails, as go test would. go test caches no linked
 # binary: running them through go test again linked each anew, 10 to 25 s
 # of CPU apiece, four times (stop 57).
 TESTBIN := $(CURDIR)/bin/test

@@ -275,6 +275,16 @@ func (c *Cluster) HoldAddressDown(ctx context.Context, node string, ip netip.Add
 	n.late.bootIssued = false
 	n.late.mu.Unlock()
 
+	// The connections to the address end: on a real network the peers'
+	// timeouts end them (etcd's stream readers in 5 s), here at once, and
+	// before the address goes, so that the peers learn it: once it is gone
+	// a close never reaches them (on loopback both ends of a connection to
+	// it are on it), and their connections would hang, neither carrying nor
+	// failing, past the cluster's end. A connection the node made from the
+	// address is not modelled (the sim hides sources): it lives on, where a
+	// real one would end and be dialled again from another address.
+	n.setRelaysDown(ip, true)
+
 	if err := netns.RemoveAddress(ip); err != nil {
 		return nil, err
 	}
@@ -282,14 +292,6 @@ func (c *Cluster) HoldAddressDown(ctx context.Context, node string, ip netip.Add
 	if err := netns.AddUnreachable(ip); err != nil {
 		return nil, err
 	}
-
-	// The connections to the address end: on a real network the peers'
-	// timeouts end them (etcd's stream readers in 5 s), here at once, since
-	// on loopback they would neither carry nor fail. A connection the node
-	// made from the address is not modelled (the sim hides sources): it
-	// lives on, where a real one would end and be dialled again from
-	// another address.
-	n.setRelaysDown(ip, true)
 
 	c.updateSANGates()
 
