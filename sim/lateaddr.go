@@ -241,11 +241,12 @@ func (n *Node) setRelaysDown(ip netip.Addr, down bool) {
 }
 
 // HoldAddressDown implements target.Addresses: the node's further address
-// ip is not up (its NIC's link down, no lease yet) until healed. Like
-// time-unsynced, the fault stands for an address down since the node
-// booted: the certificates of this boot are issued without it. With
-// atBoot, the node issues its etcd certificates once per boot (Talos
-// before v1.2.0) from then on.
+// ip is not up (its NIC's link down, no lease yet, or the node moved to
+// another network) until healed. At a run's start (address-late) it stands
+// for an address down since the node booted: the certificates of this boot
+// are issued without it; later (address-gone), for one the node loses: its
+// certificates are issued again without it. With atBoot, the node issues
+// its etcd certificates once per boot (Talos before v1.2.0) from then on.
 func (c *Cluster) HoldAddressDown(ctx context.Context, node string, ip netip.Addr, atBoot bool) (target.Heal, error) {
 	n := c.Node(node)
 	if n == nil {

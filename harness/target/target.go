@@ -111,8 +111,8 @@ const (
 	DiscoveryRegistry Capability = "discovery"
 	// SlowDisk makes a node's syncs to its etcd data dir slow.
 	SlowDisk Capability = "slow-disk"
-	// HoldAddressDown keeps one of a node's further addresses from coming
-	// up until healed.
+	// HoldAddressDown keeps one of a node's further addresses off it until
+	// healed: one that comes up late (address-late), or goes (address-gone).
 	HoldAddressDown Capability = "address-late"
 )
 
@@ -302,7 +302,7 @@ type APIFaults interface {
 // Addresses is implemented by clusters that act on a node's addresses.
 type Addresses interface {
 	// HoldAddressDown keeps the node's further address ip off it (its
-	// interface not up yet) until healed. atBoot: from then on the node
+	// interface not up yet, or the address gone) until healed. atBoot: from then on the node
 	// issues its etcd certificates once per boot, as Talos before v1.2.0 did.
 	HoldAddressDown(ctx context.Context, node string, ip netip.Addr, atBoot bool) (Heal, error)
 }
