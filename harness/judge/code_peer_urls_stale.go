@@ -60,11 +60,8 @@ func peerURLsStale(ev *Evidence) []result.Diagnosis {
 		}
 
 		urls := "its peer URLs"
-
-		for _, m := range n.Members {
-			if ev.nodeOf(m) == n.Name {
-				urls = strings.Join(m.PeerURLs, ", ")
-			}
+		if m, ok := ev.LastMember[n.Name]; ok && len(m.PeerURLs) > 0 {
+			urls = strings.Join(m.PeerURLs, ", ")
 		}
 
 		evidence := n.Name + ": " + failureOf(failed.Text)

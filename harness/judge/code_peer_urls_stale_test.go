@@ -1,6 +1,7 @@
 package judge
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/talchaos/talchaos/harness/history"
@@ -20,10 +21,12 @@ const (
 func TestPeerURLsStale(t *testing.T) {
 	members := []history.Member{member(1, "cp1", "10.150.0.11", false), member(2, "cp2", "10.150.0.12", false), member(3, "cp3", "10.150.0.13", false)}
 
+	// The member list of a look before the move; without a quorum the
+	// last looks have none (etcd's MemberList is linearizable).
 	final := func(healthy bool) []history.Entry {
-		var out []history.Entry
+		out := []history.Entry{observed(1000, "cp1", history.ModeConfigured, running(true, ""), members, false)}
 		for _, n := range []string{"cp1", "cp2", "cp3"} {
-			out = append(out, observed(9000, n, history.ModeConfigured, running(healthy, "context deadline exceeded"), members, true))
+			out = append(out, observed(9000, n, history.ModeConfigured, running(healthy, "context deadline exceeded"), nil, true))
 		}
 
 		return out
@@ -55,7 +58,17 @@ func TestPeerURLsStale(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			wantOneDiagnosis(t, "peer-urls-stale", threeNodes(60, tc.entries...), "cp1", tc.want)
+			h := threeNodes(60, tc.entries...)
+			wantOneDiagnosis(t, "peer-urls-stale", h, "cp1", tc.want)
+
+			if tc.want == nil {
+				return
+			}
+
+			code, _ := LookupCode("peer-urls-stale")
+			if d := code.Diagnose(FromHistory(h, Options{})); !strings.Contains(d[0].Message, "cp1's etcd member is at https://10.150.0.11:2380, ") {
+				t.Errorf("message %q does not name the member's peer URL", d[0].Message)
+			}
 		})
 	}
 }

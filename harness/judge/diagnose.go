@@ -71,6 +71,11 @@ type Evidence struct {
 	// SharedIPHeld is, per shared IP, the last look that found a control
 	// plane holding it.
 	SharedIPHeld map[string]NodeAt
+	// LastMember is, per node, its etcd member as the last member list that
+	// listed it had it: a member list needs a quorum (etcd's MemberList is
+	// linearizable, Talos asks it so), so without one the last looks have
+	// none.
+	LastMember map[string]history.Member
 
 	// PromoteWindow is the Talos promote window in wall-clock time.
 	PromoteWindow time.Duration

@@ -62,6 +62,7 @@ func NewEvidence(h history.History, opts Options) *Evidence {
 		Reboots:        map[string][]time.Duration{},
 		bootID:         map[string]string{},
 		SharedIPHeld:   map[string]NodeAt{},
+		LastMember:     map[string]history.Member{},
 		mode:           map[string]string{},
 		wasMaintenance: map[string]bool{},
 		nodes:          h.Nodes,
@@ -199,6 +200,7 @@ func (ev *Evidence) memberships() {
 			}
 
 			ev.stint(node, m, cur.At)
+			ev.LastMember[node] = m
 		}
 	}
 
