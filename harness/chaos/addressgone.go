@@ -43,7 +43,7 @@ func (AddressGone) Kind() string      { return "address-gone" }
 func (AddressGone) Destructive() bool { return false }
 func (AddressGone) Doc() string {
 	return "take one of a node's further addresses away until healed (moved to another network, a lapsed lease); Talos " +
-		"advertises its next address and moves its etcd member's peer URLs there, which needs a quorum"
+		"advertises what is left and moves its etcd member's peer URLs there, which needs a quorum"
 }
 
 func (AddressGone) Example() string {

@@ -1,6 +1,7 @@
 package judge
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -59,9 +60,11 @@ func peerURLsStale(ev *Evidence) []result.Diagnosis {
 			continue
 		}
 
-		urls := "its peer URLs"
-		if m, ok := ev.LastMember[n.Name]; ok && len(m.PeerURLs) > 0 {
-			urls = strings.Join(m.PeerURLs, ", ")
+		urls := ev.LastMember[n.Name].PeerURLs
+
+		at := "at its peer URLs"
+		if len(urls) > 0 {
+			at = "at " + strings.Join(urls, ", ")
 		}
 
 		evidence := n.Name + ": " + failureOf(failed.Text)
@@ -70,18 +73,24 @@ func peerURLsStale(ev *Evidence) []result.Diagnosis {
 		}
 
 		out = append(out, diag("peer-urls-stale", n.Name,
-			fmt.Sprintf("%s's etcd member is at %s, which its Talos no longer advertises, and Talos cannot move it: "+
-				"changing a member's peer URLs needs a quorum, and its peers cannot reach it there", n.Name, urls),
+			fmt.Sprintf("%s's etcd member is %s, which its Talos no longer advertises, and Talos cannot move it: "+
+				"changing a member's peer URLs needs a quorum, and its peers cannot reach it there", n.Name, at),
 			evidence, failed.At))
 	}
 
 	return out
 }
 
-// failureOf is the error of a controller-runtime "controller failed" line.
+// failureOf is the error of a controller-runtime "controller failed" line,
+// whose fields machined prints as a JSON object after the message; the
+// whole line when they do not parse.
 func failureOf(line string) string {
-	if i := strings.Index(line, `"error": "`); i >= 0 {
-		return strings.TrimSuffix(strings.TrimSuffix(line[i+len(`"error": "`):], "}"), `"`)
+	var fields struct {
+		Error string `json:"error"`
+	}
+
+	if i := strings.Index(line, "{"); i >= 0 && json.Unmarshal([]byte(line[i:]), &fields) == nil && fields.Error != "" {
+		return fields.Error
 	}
 
 	return line
@@ -89,14 +98,14 @@ func failureOf(line string) string {
 
 // peerDialFailure is another control plane's etcd failing to dial one of the
 // node's peer URLs (rafthttp's prober, its version check), as evidence.
-func (ev *Evidence) peerDialFailure(node, urls string) (string, bool) {
+func (ev *Evidence) peerDialFailure(node string, urls []string) (string, bool) {
 	for _, o := range ev.controlPlanes() {
 		if o.Name == node {
 			continue
 		}
 
 		for _, l := range ev.EtcdLogs(o.Name) {
-			for _, u := range strings.Split(urls, ", ") {
+			for _, u := range urls {
 				if host := strings.TrimPrefix(u, "https://"); host != u && strings.Contains(l.Text, "dial tcp "+host) {
 					return o.Name + " etcd: " + etcdSummary(l.Text), true
 				}
