@@ -163,10 +163,9 @@ func (o *Observer) addEtcdLine(node, line string) {
 
 	// etcd warns of every slow request and unreachable peer; what a
 	// diagnosis can use is mostly logged as an error, the rest is a few
-	// warnings (history.EtcdWarnings) and a peer's certificate not naming
-	// the address dialled (Go's HostnameError, a warning of rafthttp's: the
-	// first of each error per node).
-	if entry.Level == "warn" && !slices.Contains(history.EtcdWarnings, entry.Msg) && !o.firstCertWarning(node, entry.Error) {
+	// warnings (history.EtcdWarnings) and a peer that cannot be reached
+	// where it is dialled (the first of each error per node).
+	if entry.Level == "warn" && !slices.Contains(history.EtcdWarnings, entry.Msg) && !o.firstPeerWarning(node, entry.Error) {
 		return
 	}
 
@@ -174,11 +173,16 @@ func (o *Observer) addEtcdLine(node, line string) {
 	o.log.Add(node, "log.etcd", entry.Level+": "+entry.Msg)
 }
 
-// firstCertWarning reports whether errText is a certificate's hostname
-// error (crypto/x509 HostnameError, "x509: certificate is valid for A, not
-// B") node's etcd has not logged before.
-func (o *Observer) firstCertWarning(node, errText string) bool {
-	if !strings.Contains(errText, history.CertificateNameText) {
+// firstPeerWarning reports whether errText is a peer's address failing
+// where it is dialled, which node's etcd has not logged before: a
+// certificate that does not name it (crypto/x509 HostnameError, "x509:
+// certificate is valid for A, not B"), or a dial that failed ("dial tcp
+// 10.150.0.12:2380: connect: no route to host": rafthttp's prober, the
+// version check's "failed to reach the peer URL"). Kept once per error, as
+// etcd repeats them every few seconds; their number is bounded by the
+// peers' addresses and the ways a dial fails.
+func (o *Observer) firstPeerWarning(node, errText string) bool {
+	if !strings.Contains(errText, history.CertificateNameText) && !strings.Contains(errText, history.DialText) {
 		return false
 	}
 
@@ -186,11 +190,11 @@ func (o *Observer) firstCertWarning(node, errText string) bool {
 	defer o.mu.Unlock()
 
 	key := node + " " + errText
-	if o.certWarns[key] {
+	if o.peerWarns[key] {
 		return false
 	}
 
-	o.certWarns[key] = true
+	o.peerWarns[key] = true
 
 	return true
 }

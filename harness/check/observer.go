@@ -53,7 +53,7 @@ type Observer struct {
 	seen      map[string]logPosition        // "node/log" lines read so far
 	boots     map[string]int                // "node/log": how many new boots were seen (a stream's position is of the boot it began in)
 	lastBoot  map[string]string             // each node's last boot ID seen
-	certWarns map[string]bool               // "node error" certificate warnings of etcd's recorded
+	peerWarns map[string]bool               // "node error" peer warnings of etcd's recorded
 
 	narrMu   sync.Mutex
 	narrated int // the mode changes of the live evidence told so far
@@ -141,7 +141,7 @@ func NewObserver(ctx context.Context, nodes []target.Node, cfg *clientconfig.Con
 		seen:        map[string]logPosition{},
 		boots:       map[string]int{},
 		lastBoot:    map[string]string{},
-		certWarns:   map[string]bool{},
+		peerWarns:   map[string]bool{},
 		vipClients:  map[string]*client.Client{},
 	}
 

@@ -207,6 +207,11 @@ func CertificateTime(text string) (now, bound time.Time, before, ok bool) {
 // C" (the certificate's IP addresses, then the one dialled).
 const CertificateNameText = "x509: certificate is valid for "
 
+// DialText begins Go's error for a TCP connection that could not be made
+// (net.OpError of a dial): "dial tcp 10.150.0.12:2380: connect: no route
+// to host".
+const DialText = "dial tcp "
+
 // certificateNameRE reads it: the addresses named, the address dialled.
 var certificateNameRE = regexp.MustCompile(regexp.QuoteMeta(CertificateNameText) + `(.+?), not ([0-9A-Fa-f.:]+)`)
 

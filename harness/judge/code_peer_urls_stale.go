@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/talchaos/talchaos/harness/history"
 	"github.com/talchaos/talchaos/harness/result"
 )
 
@@ -106,7 +107,7 @@ func (ev *Evidence) peerDialFailure(node string, urls []string) (string, bool) {
 
 		for _, l := range ev.EtcdLogs(o.Name) {
 			for _, u := range urls {
-				if host := strings.TrimPrefix(u, "https://"); host != u && strings.Contains(l.Text, "dial tcp "+host) {
+				if host := strings.TrimPrefix(u, "https://"); host != u && strings.Contains(l.Text, history.DialText+host) {
 					return o.Name + " etcd: " + etcdSummary(l.Text), true
 				}
 			}
