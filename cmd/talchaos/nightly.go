@@ -308,8 +308,13 @@ func verdictOf(out io.Writer, changes []stats.Change) error {
 
 		// Not a regression of the rate, but of what the passes test.
 		if c.After.Unstruck > c.Before.Unstruck {
-			fmt.Fprintf(out, "unstruck    %s: %d of %d passes had a fault that never struck (%d of %d before): they say nothing of it\n",
-				c.Scenario, c.After.Unstruck, c.After.Passed, c.Before.Unstruck, c.Before.Passed)
+			before := fmt.Sprintf("%d of %d before", c.Before.Unstruck, c.Before.Passed)
+			if c.New {
+				before = "not in the baseline"
+			}
+
+			fmt.Fprintf(out, "unstruck    %s: %d of %d passes had a fault that never struck (%s): they say nothing of it\n",
+				c.Scenario, c.After.Unstruck, c.After.Passed, before)
 		}
 	}
 

@@ -105,6 +105,50 @@ func TestNightlyVoidRuns(t *testing.T) {
 	}
 }
 
+// Passes whose fault never struck say nothing of it: a night with more of
+// them than the baseline says so, next to the baseline's count, or that
+// the scenario is new; neither is a regression (exit 0).
+func TestNightlyUnstruck(t *testing.T) {
+	unstruck := func(name string, n, passed int) stats.Summary {
+		var rs []stats.Run
+
+		for i := range passed {
+			r := stats.Run{Seed: int64(i + 1), Verdict: stats.Pass, DurationMs: 1000}
+			if i < n {
+				r.Unfired = []string{"cp2-reboots"}
+			}
+
+			rs = append(rs, r)
+		}
+
+		return stats.Summarize(name, rs)
+	}
+
+	dir := t.TempDir()
+	base, cur := filepath.Join(dir, "base.json"), filepath.Join(dir, "cur.json")
+
+	writeLedger(t, base, unstruck("reboot-before-promotion", 1, 20), unstruck("happy-path", 0, 20))
+	writeLedger(t, cur, unstruck("reboot-before-promotion", 5, 20), unstruck("happy-path", 0, 20), unstruck("learner-not-synced", 2, 10))
+
+	code, out := run(t, "nightly", "--baseline", base, "--compare", cur)
+	if code != exitPass || !strings.Contains(out, "no significant regression") {
+		t.Errorf("exit %d:\n%s", code, out)
+	}
+
+	for _, want := range []string{
+		"unstruck    reboot-before-promotion: 5 of 20 passes had a fault that never struck (1 of 20 before): they say nothing of it",
+		"unstruck    learner-not-synced: 2 of 10 passes had a fault that never struck (not in the baseline): they say nothing of it",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+
+	if strings.Contains(out, "unstruck    happy-path") {
+		t.Errorf("a scenario without unstruck passes is named:\n%s", out)
+	}
+}
+
 // nightly over a selection writes the ledger, junit.xml (a suite per
 // scenario, a case per seed), summary.md and index.html linking every run's
 // report.html; compared with its own ledger nothing regressed. (What the
