@@ -110,6 +110,15 @@ func (p *Proxy) serve(ctx context.Context) {
 
 // relay dials the upstream for a client's connection and links the two.
 func (p *Proxy) relay(ctx context.Context, c *net.TCPConn) {
+	// Down (or stopped), the upstream is not dialled at all: a connection
+	// it never asked for would reach it (track refuses again, for a
+	// SetDown that comes during the dial).
+	if !p.open() {
+		c.Close()
+
+		return
+	}
+
 	// As toxiproxy does: an upstream that cannot be reached closes the
 	// client's connection at once.
 	up, err := p.dial(ctx, p.Upstream)
@@ -131,6 +140,14 @@ func (p *Proxy) relay(ctx context.Context, c *net.TCPConn) {
 
 	p.Toxics.StartLink(p.server, name+"upstream", c, u, stream.Upstream)
 	p.Toxics.StartLink(p.server, name+"downstream", u, c, stream.Downstream)
+}
+
+// open reports whether the proxy takes connections: not stopped, not down.
+func (p *Proxy) open() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+
+	return !p.stopped && !p.down
 }
 
 // track keeps a new connection's two ends for Stop and names its links; it

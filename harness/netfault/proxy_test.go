@@ -81,10 +81,24 @@ func TestProxyStopClosesEveryConnection(t *testing.T) {
 	}
 }
 
-// Down, a proxy ends the connections it holds and every one it takes in;
-// back up, it relays again.
+// Down, a proxy ends the connections it holds and every one it takes in,
+// without dialling its upstream for them; back up, it relays again.
 func TestProxySetDown(t *testing.T) {
-	proxy := startProxy(t, startEcho(t, nil))
+	var dials atomic.Int32
+
+	d := &net.Dialer{Timeout: 3 * time.Second}
+	srv := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop())
+
+	proxy, err := startProxyDialing(srv, t.Name(), "127.0.0.1:0", startEcho(t, nil), func(ctx context.Context, addr string) (net.Conn, error) {
+		dials.Add(1)
+
+		return d.DialContext(ctx, "tcp", addr)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Cleanup(proxy.Stop)
 
 	dial := func() net.Conn {
 		c, err := net.DialTimeout("tcp", proxy.Listen, 3*time.Second)
@@ -108,6 +122,10 @@ func TestProxySetDown(t *testing.T) {
 
 	if !ended(t, dial()) {
 		t.Error("a connection taken in while down is relayed")
+	}
+
+	if n := dials.Load(); n != 1 {
+		t.Errorf("the upstream was dialled %d times, want once: a connection taken in while down reached it", n)
 	}
 
 	proxy.SetDown(false)
