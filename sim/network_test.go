@@ -233,6 +233,13 @@ func TestDuplicateHostnames(t *testing.T) {
 	defer cancel()
 
 	sc := newScenario(3)
+	// v1.14 adopts a learner of its own whose add's reply it lost: cp3's add
+	// goes out just after it removed cp2's member, when cp2 may have been
+	// the leader and cp1 is still electing itself, and under load it can be
+	// applied after the attempt gave up; v1.12 then fails every later add
+	// ("Peer URLs already exists") for good, a race of its own that this
+	// test is not about (members named solcp02: none, twice in make test).
+	sc.Talos = "v1.14"
 	same := "apiVersion: v1alpha1\nkind: HostnameConfig\nauto: off\nhostname: solcp02\n"
 	sc.Cluster.ConfigPatches = []scenario.ConfigPatch{{Nodes: []string{"cp2", "cp3"}, Patch: same}}
 	// cp3 joins once cp2 is a voter.
@@ -287,16 +294,18 @@ func TestDuplicateHostnames(t *testing.T) {
 			return err
 		}
 
-		var named []string
+		var named, all []string
 
 		for _, m := range resp.GetMessages()[0].GetMembers() {
 			if m.GetHostname() == "solcp02" {
 				named = append(named, strings.Join(m.GetPeerUrls(), ","))
 			}
+
+			all = append(all, fmt.Sprintf("%x %q learner=%t %s", m.GetId(), m.GetHostname(), m.GetIsLearner(), strings.Join(m.GetPeerUrls(), ",")))
 		}
 
 		if len(named) != 1 || !strings.Contains(named[0], nodes[2].Address) {
-			return fmt.Errorf("members named solcp02: %v, want only cp3's (%s)", named, nodes[2].Address)
+			return fmt.Errorf("members named solcp02: %v, want only cp3's (%s); members: %s", named, nodes[2].Address, strings.Join(all, "; "))
 		}
 
 		return nil
