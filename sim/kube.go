@@ -116,12 +116,33 @@ func (n *Node) runStaticPod(ctx context.Context, k *kubelet, component string, r
 			k.podStarted(component)
 			n.probe(pctx, k, component)
 		})
-		k.podExited(component)
+		k.podExited(component, exitCode(err))
 
 		if err != nil && ctx.Err() == nil {
 			fmt.Fprintf(logf, "talchaos: %s exited: %v\n", component, err) //nolint:errcheck
 		}
 	})
+}
+
+// exitCode is a container's exit code as the kubelet reports it: the
+// process's own, 128 plus the signal's number for one a signal ended (as
+// containerd reports it), 0 for a clean end, and 1 for a process that did
+// not start.
+func exitCode(err error) int32 {
+	var ee *exec.ExitError
+
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee):
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int32(ws.Signal())
+		}
+
+		return int32(ee.ExitCode())
+	default:
+		return 1
+	}
 }
 
 // staticPodOwner is the controller that writes Talos's StaticPod resources.

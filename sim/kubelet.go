@@ -124,12 +124,19 @@ func (k *kubelet) podReady(component string, ready bool) {
 	k.change(component, func(p *staticPod) { p.ready = ready && p.running })
 }
 
-func (k *kubelet) podExited(component string) {
+// podExited is the pod's container ending with code (exitCode), as the
+// kubelet records it: "Completed" for 0, "Error" otherwise.
+func (k *kubelet) podExited(component string, code int32) {
 	k.change(component, func(p *staticPod) {
 		if p.running {
+			reason := "Error"
+			if code == 0 {
+				reason = "Completed"
+			}
+
 			p.restarts++
 			p.lastExit = &corev1.ContainerStateTerminated{
-				ExitCode: 1, Reason: "Error", StartedAt: metav1.NewTime(p.started), FinishedAt: metav1.Now(),
+				ExitCode: code, Reason: reason, StartedAt: metav1.NewTime(p.started), FinishedAt: metav1.Now(),
 			}
 		}
 

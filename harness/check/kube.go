@@ -8,7 +8,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cosi-project/runtime/pkg/safe"
+	"github.com/siderolabs/talos/pkg/machinery/client"
+	"github.com/siderolabs/talos/pkg/machinery/resources/k8s"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/talchaos/talchaos/harness/history"
 	"github.com/talchaos/talchaos/harness/kubeclient"
@@ -179,4 +184,56 @@ func withKube(no *history.NodeObservation, k kubeAnswer, ok bool) *history.NodeO
 	c.APIServer = k.api
 
 	return &c
+}
+
+// apiServerPodPrefix begins the ID of a control plane's kube-apiserver
+// StaticPodStatus: the mirror pod's "kube-system/kube-apiserver-<node name>"
+// (Talos's StaticPodStatusController).
+const apiServerPodPrefix = "kube-system/kube-apiserver-"
+
+// apiServerPod is the node's kube-apiserver static pod as its kubelet
+// reports it through Talos (`talosctl get staticpodstatus`); nil when the
+// node has none or does not answer.
+func apiServerPod(ctx context.Context, c *client.Client) *history.StaticPod {
+	list, err := safe.StateListAll[*k8s.StaticPodStatus](ctx, c.COSI)
+	if err != nil {
+		return nil
+	}
+
+	for r := range list.All() {
+		if !strings.HasPrefix(r.Metadata().ID(), apiServerPodPrefix) {
+			continue
+		}
+
+		var st corev1.PodStatus
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(r.TypedSpec().PodStatus, &st); err != nil {
+			return nil
+		}
+
+		return staticPodOf(&st)
+	}
+
+	return nil
+}
+
+// staticPodOf reads a static pod's status: its one container's.
+func staticPodOf(st *corev1.PodStatus) *history.StaticPod {
+	pod := &history.StaticPod{}
+
+	for _, cs := range st.ContainerStatuses {
+		pod.Running = cs.State.Running != nil
+		pod.Ready = cs.Ready && pod.Running
+		pod.Restarts = int(cs.RestartCount)
+
+		if w := cs.State.Waiting; w != nil {
+			pod.Waiting = w.Reason
+		}
+
+		if t := cs.LastTerminationState.Terminated; t != nil {
+			code := int(t.ExitCode)
+			pod.LastExit = &code
+		}
+	}
+
+	return pod
 }

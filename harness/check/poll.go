@@ -277,6 +277,10 @@ func (o *Observer) pollNode(ctx context.Context, n target.Node, etcd bool) *hist
 			o.askThroughSharedIP(ctx, no)
 		}
 
+		if o.kube != nil && n.Role == target.ControlPlane && no.Kubelet != nil {
+			no.APIServerPod = apiServerPod(ctx, c.secure)
+		}
+
 		if etcd && n.Role == target.ControlPlane {
 			fillEtcd(ctx, no, c.secure)
 		}

@@ -164,6 +164,10 @@ func (o *Observer) transitions(prev, cur *history.Observation) {
 			o.log.Add(n.Name, "kube.apiserver", state)
 		}
 
+		if pod := n.APIServerPod; pod != nil && (p == nil || p.APIServerPod == nil || pod.Running != p.APIServerPod.Running || pod.Restarts != p.APIServerPod.Restarts) {
+			o.log.Add(n.Name, "kube.apiserver-pod", "kube-apiserver static pod: "+pod.String())
+		}
+
 		if n.APIServer != nil && n.APIServer.Endpoints != nil && (p == nil || p.APIServer == nil ||
 			strings.Join(p.APIServer.Endpoints, " ") != strings.Join(n.APIServer.Endpoints, " ")) {
 			o.log.Add(n.Name, "kube.endpoints", "kubernetes endpoints: ["+strings.Join(n.APIServer.Endpoints, " ")+"]")

@@ -136,7 +136,7 @@ func Same(a, b *NodeObservation) bool {
 		return false
 	}
 
-	if !sameService(a.Etcd, b.Etcd) || !sameService(a.Kubelet, b.Kubelet) || !sameAPIServer(a.APIServer, b.APIServer) {
+	if !sameService(a.Etcd, b.Etcd) || !sameService(a.Kubelet, b.Kubelet) || !sameAPIServer(a.APIServer, b.APIServer) || !sameStaticPod(a.APIServerPod, b.APIServerPod) {
 		return false
 	}
 
@@ -168,6 +168,15 @@ func sameAPIServer(a, b *APIServer) bool {
 	return a.Ready == b.Ready && sameText(a.Error, b.Error) && (a.Endpoints == nil) == (b.Endpoints == nil) &&
 		strings.Join(a.Endpoints, ",") == strings.Join(b.Endpoints, ",") &&
 		(a.Nodes == nil) == (b.Nodes == nil) && slices.Equal(a.Nodes, b.Nodes)
+}
+
+func sameStaticPod(a, b *StaticPod) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+
+	return a.Running == b.Running && a.Ready == b.Ready && a.Restarts == b.Restarts && a.Waiting == b.Waiting &&
+		(a.LastExit == nil) == (b.LastExit == nil) && (a.LastExit == nil || *a.LastExit == *b.LastExit)
 }
 
 func sameService(a, b *Service) bool {

@@ -112,6 +112,9 @@ type NodeObservation struct {
 	// APIServer is the control plane's Kubernetes API server, in a run with
 	// Kubernetes.
 	APIServer *APIServer `json:"apiServer,omitempty"`
+	// APIServerPod is the control plane's kube-apiserver static pod as its
+	// kubelet reports it through Talos, in a run with Kubernetes.
+	APIServerPod *StaticPod `json:"apiServerPod,omitempty"`
 	// SharedIP is the shared IP (VIP) the control plane's config gives it;
 	// HoldsSharedIP, that the node has it among its addresses (`talosctl
 	// get addresses`): Talos's VIP operator elected it through etcd.
@@ -174,6 +177,50 @@ type APIServer struct {
 	// Nodes are the cluster's Kubernetes Nodes as this server lists them
 	// (`kubectl get nodes`); nil when it could not list them.
 	Nodes []KubeNode `json:"nodes,omitempty"`
+}
+
+// StaticPod is a static pod as the node's kubelet reports it through
+// Talos's StaticPodStatus resource (`talosctl get staticpodstatus`, what
+// `talosctl health` checks the control plane's pods by): whether its
+// container runs and is ready, how often it was restarted, why it waits to
+// start again, and how its last run ended. An API server that exits as it
+// starts shows here, where no client of it can see anything.
+type StaticPod struct {
+	Running  bool `json:"running"`
+	Ready    bool `json:"ready"`
+	Restarts int  `json:"restarts"`
+	// Waiting is why the container is not running: CrashLoopBackOff while
+	// the kubelet backs off before the next start.
+	Waiting string `json:"waiting,omitempty"`
+	// LastExit is the exit code of its last run; nil when none ended.
+	LastExit *int `json:"lastExit,omitempty"`
+}
+
+// String is the pod as `kubectl get pods` would sum it up: "running,
+// ready", "CrashLoopBackOff, 3 restarts, last exit code 1".
+func (p *StaticPod) String() string {
+	var parts []string
+
+	switch {
+	case p.Running && p.Ready:
+		parts = append(parts, "running, ready")
+	case p.Running:
+		parts = append(parts, "running, not ready")
+	case p.Waiting != "":
+		parts = append(parts, p.Waiting)
+	default:
+		parts = append(parts, "not running")
+	}
+
+	if p.Restarts > 0 {
+		parts = append(parts, fmt.Sprintf("%d restarts", p.Restarts))
+	}
+
+	if p.LastExit != nil {
+		parts = append(parts, fmt.Sprintf("last exit code %d", *p.LastExit))
+	}
+
+	return strings.Join(parts, ", ")
 }
 
 // KubeNode is one Kubernetes Node as `kubectl get nodes` shows it: its

@@ -223,6 +223,20 @@ func (o *NodeObservation) check(p *strictjson.Problems, op, entryNode string, no
 			p.Addf(strictjson.Key(strictjson.Key(op, s.name), "restarts"), "is %d: a count is not negative", s.svc.Restarts)
 		}
 	}
+
+	if pod := o.APIServerPod; pod != nil {
+		if pod.Restarts < 0 {
+			p.Addf(strictjson.Key(strictjson.Key(op, "apiServerPod"), "restarts"), "is %d: a count is not negative", pod.Restarts)
+		}
+
+		if pod.Running && pod.Waiting != "" {
+			p.Addf(strictjson.Key(strictjson.Key(op, "apiServerPod"), "waiting"), "is %s, but the pod's container is running", strictjson.Quote(pod.Waiting))
+		}
+
+		if pod.Ready && !pod.Running {
+			p.Addf(strictjson.Key(strictjson.Key(op, "apiServerPod"), "ready"), "is true, but the pod's container is not running")
+		}
+	}
 }
 
 func (c *Call) check(p *strictjson.Problems, cp string) {

@@ -67,6 +67,13 @@ func TestCheck(t *testing.T) {
 		{"observed elsewhere", func(h *History) { h.Entries[1].Observed.Address = "10.9.9.9" }, []string{`history.entries[1].observed: shows node "cp1" at "10.9.9.9"`}},
 		{"mode", func(h *History) { h.Entries[1].Observed.Mode = "" }, []string{`history.entries[1].observed.mode: is "": want one of unknown, down, maintenance`}},
 		{"restarts", func(h *History) { h.Entries[1].Observed.Etcd = &Service{Restarts: -1} }, []string{"history.entries[1].observed.etcd.restarts: is -1"}},
+		{"pod restarts", func(h *History) { h.Entries[1].Observed.APIServerPod = &StaticPod{Restarts: -2} }, []string{"history.entries[1].observed.apiServerPod.restarts: is -2"}},
+		{"pod running and waiting", func(h *History) {
+			h.Entries[1].Observed.APIServerPod = &StaticPod{Running: true, Waiting: "CrashLoopBackOff"}
+		},
+			[]string{`history.entries[1].observed.apiServerPod.waiting: is "CrashLoopBackOff", but the pod's container is running`}},
+		{"pod ready, not running", func(h *History) { h.Entries[1].Observed.APIServerPod = &StaticPod{Ready: true} },
+			[]string{"history.entries[1].observed.apiServerPod.ready: is true, but the pod's container is not running"}},
 		{"shared IP", func(h *History) { h.Entries[1].Observed.SharedIP = "10.0.0.300" }, []string{`history.entries[1].observed.sharedIP: is "10.0.0.300": not an IP address`}},
 		{"held nothing", func(h *History) { h.Entries[1].Observed.HoldsSharedIP = true }, []string{"history.entries[1].observed.holdsSharedIP: is true, but the node has no sharedIP to hold"}},
 		{"client", func(h *History) { h.Entries[4].Call.Client = "" }, []string{`history.entries[4].call.client: is ""`}},

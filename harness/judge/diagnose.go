@@ -61,6 +61,11 @@ type Evidence struct {
 	TimeWaiting map[string]ServiceAt
 	EtcdCrashes map[string][]ServiceAt
 	restarts    map[string]int // the restart count of the last look, per node
+	// APIServerExits are, per control plane, the looks that showed its
+	// kube-apiserver static pod restarted again while its etcd member was a
+	// voter and its etcd service Running and healthy.
+	APIServerExits map[string][]time.Duration
+	podRestarts    map[string]int // the API server pod's restart count of the last look, per node
 	// FirstVersion is, per node, the first Talos version it reported (runs
 	// with a rolling upgrade look at versions).
 	FirstVersion map[string]string

@@ -58,6 +58,8 @@ func NewEvidence(h history.History, opts Options) *Evidence {
 		TimeWaiting:    map[string]ServiceAt{},
 		EtcdCrashes:    map[string][]ServiceAt{},
 		restarts:       map[string]int{},
+		APIServerExits: map[string][]time.Duration{},
+		podRestarts:    map[string]int{},
 		FirstVersion:   map[string]string{},
 		Reboots:        map[string][]time.Duration{},
 		bootID:         map[string]string{},
@@ -122,11 +124,37 @@ func (ev *Evidence) Apply(e history.Entry) {
 		}
 
 		ev.etcdService(n, e.At())
+		ev.apiServerPod(n, e.At())
 		ev.timeWaiting(n, e.At())
 		ev.modeChange(n, e.At())
 		ev.memberships()
 		ev.prevAt = e.At()
 	}
+}
+
+// apiServerPod notes a look that shows a control plane's kube-apiserver
+// static pod restarted again while its etcd member was a healthy voter (by
+// its own etcd's status). A pod made anew (its kubelet started again)
+// counts from its own restarts.
+func (ev *Evidence) apiServerPod(n *history.NodeObservation, at time.Duration) {
+	pod := n.APIServerPod
+	if pod == nil {
+		return
+	}
+
+	last, seen := ev.podRestarts[n.Name]
+	ev.podRestarts[n.Name] = pod.Restarts
+
+	if seen && pod.Restarts > last && healthyVoter(n) {
+		ev.APIServerExits[n.Name] = append(ev.APIServerExits[n.Name], at)
+	}
+}
+
+// healthyVoter reports whether the node's own etcd member is a voter and
+// its etcd service Running and healthy, as the look shows them.
+func healthyVoter(n *history.NodeObservation) bool {
+	return n.Status != nil && n.Status.MemberID != 0 && !n.Status.IsLearner &&
+		n.Etcd != nil && n.Etcd.State == "Running" && n.Etcd.Healthy && !n.Etcd.HealthUnknown
 }
 
 // modeChange notes a node seen in another API mode than its last.
