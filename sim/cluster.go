@@ -519,6 +519,13 @@ func (n *Node) startProxies() error {
 			return fmt.Errorf("proxy %s: %w", port, err)
 		}
 
+		// A real node's port 6443 refuses connections while its API server
+		// does not listen (the field's "dial tcp …:6443: connect: connection
+		// refused"): the proxy in front of it listens only while it does.
+		if port == portKubeAPIServer {
+			p.FollowUpstream()
+		}
+
 		n.proxies[port] = p
 	}
 

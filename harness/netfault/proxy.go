@@ -2,9 +2,11 @@ package netfault
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/Shopify/toxiproxy/v2"
@@ -45,6 +47,12 @@ type Proxy struct {
 	stopped bool
 	// down: the address is gone (SetDown).
 	down bool
+	// follow: listen only while the upstream does (FollowUpstream); paused,
+	// the listener is closed until the upstream accepts again, and resume
+	// is closed when it listens again.
+	follow bool
+	paused bool
+	resume chan struct{}
 }
 
 // pruneMin is how many connections a proxy keeps before it first looks for
@@ -97,8 +105,14 @@ func (p *Proxy) serve(ctx context.Context) {
 	defer close(p.done)
 
 	for {
-		client, err := p.ln.Accept()
+		ln := p.listener()
+
+		client, err := ln.Accept()
 		if err != nil {
+			if p.waitListening(ctx, ln) {
+				continue // the upstream refused: listening again as it does
+			}
+
 			p.dials.Wait()
 
 			return // Stop closed the listener
@@ -107,6 +121,113 @@ func (p *Proxy) serve(ctx context.Context) {
 		p.dials.Go(func() { p.relay(ctx, client.(*net.TCPConn)) })
 	}
 }
+
+// FollowUpstream makes the proxy listen only while its upstream does: once
+// a dial of the upstream is refused, it closes its listener (a client then
+// gets "connection refused", as from a port nothing listens on, not a
+// connection taken and reset) until the upstream accepts a connection
+// again. For a server that comes and goes on a node that stays (an API
+// server in a crash loop); call it before the first connection.
+func (p *Proxy) FollowUpstream() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+
+	p.follow = true
+}
+
+func (p *Proxy) listener() net.Listener {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+
+	return p.ln
+}
+
+// waitListening waits, after the listener ln ended, until the proxy
+// listens again; false when it was stopped (or ln ended otherwise).
+func (p *Proxy) waitListening(ctx context.Context, ln net.Listener) bool {
+	p.mu.Lock()
+	cur, paused, resume, stopped := p.ln, p.paused, p.resume, p.stopped
+	p.mu.Unlock()
+
+	switch {
+	case stopped:
+		return false
+	case cur != ln:
+		return true // listening again already
+	case !paused:
+		return false
+	}
+
+	select {
+	case <-resume:
+	case <-ctx.Done():
+		return false
+	}
+
+	p.mu.Lock()
+	defer p.mu.Unlock()
+
+	return !p.stopped
+}
+
+// upstreamRefused closes the listener of a proxy that follows its upstream
+// and listens again once the upstream accepts a connection.
+func (p *Proxy) upstreamRefused(ctx context.Context) {
+	p.mu.Lock()
+	if !p.follow || p.paused || p.stopped {
+		p.mu.Unlock()
+
+		return
+	}
+
+	p.paused, p.resume = true, make(chan struct{})
+	ln, addr, resume := p.ln, p.ln.Addr().String(), p.resume
+	p.mu.Unlock()
+
+	ln.Close()
+
+	// One of the proxy's dials: serve, ending, waits for it as for them.
+	p.dials.Go(func() {
+		tick := time.NewTicker(followPoll)
+		defer tick.Stop()
+
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+
+			if c, err := p.dial(ctx, p.Upstream); err == nil {
+				c.Close()
+			} else {
+				continue
+			}
+
+			nl, err := net.Listen("tcp", addr)
+			if err != nil {
+				continue
+			}
+
+			p.mu.Lock()
+			if p.stopped {
+				p.mu.Unlock()
+				nl.Close()
+
+				return
+			}
+
+			p.ln, p.paused = nl, false
+			p.mu.Unlock()
+			close(resume)
+
+			return
+		}
+	})
+}
+
+// followPoll is how often a paused proxy tries its upstream.
+const followPoll = 100 * time.Millisecond
 
 // relay dials the upstream for a client's connection and links the two.
 func (p *Proxy) relay(ctx context.Context, c *net.TCPConn) {
@@ -124,6 +245,10 @@ func (p *Proxy) relay(ctx context.Context, c *net.TCPConn) {
 	up, err := p.dial(ctx, p.Upstream)
 	if err != nil {
 		c.Close()
+
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			p.upstreamRefused(ctx)
+		}
 
 		return
 	}
@@ -223,7 +348,7 @@ func (p *Proxy) Stop() {
 	p.mu.Unlock()
 
 	p.cancel()
-	p.ln.Close()
+	p.listener().Close()
 	<-p.done
 
 	for c := range conns {

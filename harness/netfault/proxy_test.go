@@ -6,7 +6,9 @@ import (
 	"errors"
 	"io"
 	"net"
+	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -244,4 +246,102 @@ func TestProxyDialsEachConnectionOnItsOwn(t *testing.T) {
 	if !ended(t, first) {
 		t.Error("the connection whose dial was pending is still open after Stop")
 	}
+}
+
+// A proxy that follows its upstream refuses connections while the upstream
+// does not listen, as the port of a server that is down does, and relays
+// again once it listens; one that does not follow takes them and ends them.
+func TestProxyFollowsUpstream(t *testing.T) {
+	// An upstream that can stop listening and start again on its port.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	addr := l.Addr().String()
+
+	var wg sync.WaitGroup
+
+	serve := func(l net.Listener) {
+		wg.Go(func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+
+				wg.Go(func() {
+					defer c.Close()
+
+					_, _ = io.Copy(c, c)
+				})
+			}
+		})
+	}
+
+	serve(l)
+
+	proxy := startProxy(t, addr)
+	proxy.FollowUpstream()
+
+	dial := func() (net.Conn, error) { return net.DialTimeout("tcp", proxy.Listen, 3*time.Second) }
+
+	c, err := dial()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	echoOnce(t, c, "a")
+	c.Close()
+
+	l.Close() // the upstream stops listening
+
+	// The first connection after is taken, then refused upstream; the
+	// proxy stops listening.
+	eventually := func(what string, ok func() bool) {
+		t.Helper()
+
+		for deadline := time.Now().Add(10 * time.Second); !ok(); {
+			if time.Now().After(deadline) {
+				t.Fatalf("after 10 s: %s", what)
+			}
+
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+
+	eventually("the proxy still takes connections", func() bool {
+		c, err := dial()
+		if err == nil {
+			ended(t, c)
+			c.Close()
+		}
+
+		return errors.Is(err, syscall.ECONNREFUSED)
+	})
+
+	// The upstream listens again on its port: so does the proxy.
+	l, err = net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	serve(l)
+
+	eventually("the proxy does not relay again", func() bool {
+		c, err := dial()
+		if err != nil {
+			return false
+		}
+
+		defer c.Close()
+
+		echoOnce(t, c, "b")
+
+		return true
+	})
+
+	proxy.Stop()
+	l.Close()
+	wg.Wait()
 }
