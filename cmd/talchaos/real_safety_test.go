@@ -70,7 +70,20 @@ func TestRealTargetRunsOnTheNodesTime(t *testing.T) {
 		t.Skip("forms a cluster at a slow time scale")
 	}
 
-	_, dir := startUpCluster(t, "happy-path", 4)
+	sc, err := upScenario(upOptions{from: "happy-path", fromScale: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The nodes run v1.14, which adopts a learner of its own whose add's
+	// reply it lost: at scale 4 a join attempt has 7.5 s of wall time, and
+	// under the race detector beside make test's other lanes this process
+	// once stood still longer than that while cp2's add was applied; v1.12
+	// then fails every later add for good ("Peer URLs already exists"), its
+	// own race (member-add-reply-lost), which this test is not about.
+	sc.Talos = "v1.14"
+
+	_, dir := startUp(t, sc)
 
 	code, out := run(t, "run", "happy-path", "--target", "real", "--inventory", filepath.Join(dir, "inventory.yaml"),
 		"--report-dir", filepath.Join(dir, "report"))
