@@ -129,20 +129,15 @@ func (n *Node) runStaticPod(ctx context.Context, k *kubelet, component string, r
 // containerd reports it), 0 for a clean end, and 1 for a process that did
 // not start.
 func exitCode(err error) int32 {
-	var ee *exec.ExitError
+	if code, ok := childproc.ExitCode(err); ok {
+		return int32(code)
+	}
 
-	switch {
-	case err == nil:
-		return 0
-	case errors.As(err, &ee):
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return 128 + int32(ws.Signal())
-		}
-
-		return int32(ee.ExitCode())
-	default:
+	if err != nil {
 		return 1
 	}
+
+	return 0
 }
 
 // staticPodOwner is the controller that writes Talos's StaticPod resources.

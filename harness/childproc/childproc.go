@@ -62,3 +62,20 @@ func SignalGroup(pid int, sig syscall.Signal) error {
 
 	return err
 }
+
+// ExitCode is the exit code a shell reports for a child that ended with err
+// (what cmd.Wait returned): its own, or 128 plus the number of the signal
+// that ended it. ok is false when err is not an exit: nil, or a child that
+// did not start or could not be waited for.
+func ExitCode(err error) (code int, ok bool) {
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) {
+		return 0, false
+	}
+
+	if st, ok := exit.Sys().(syscall.WaitStatus); ok && st.Signaled() {
+		return 128 + int(st.Signal()), true
+	}
+
+	return exit.ExitCode(), true
+}

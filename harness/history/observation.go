@@ -212,7 +212,10 @@ func (p *StaticPod) String() string {
 		parts = append(parts, "not running")
 	}
 
-	if p.Restarts > 0 {
+	switch {
+	case p.Restarts == 1:
+		parts = append(parts, "1 restart")
+	case p.Restarts > 1:
 		parts = append(parts, fmt.Sprintf("%d restarts", p.Restarts))
 	}
 

@@ -198,11 +198,12 @@ func (p *Proxy) upstreamRefused(ctx context.Context) {
 			case <-tick.C:
 			}
 
-			if c, err := p.dial(ctx, p.Upstream); err == nil {
-				c.Close()
-			} else {
+			c, err := p.dial(ctx, p.Upstream)
+			if err != nil {
 				continue
 			}
+
+			c.Close()
 
 			nl, err := net.Listen("tcp", addr)
 			if err != nil {

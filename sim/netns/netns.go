@@ -35,6 +35,8 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+
+	"github.com/talchaos/talchaos/harness/childproc"
 )
 
 // EnvInside marks the re-executed process (and everything it starts) as
@@ -112,13 +114,8 @@ func Reexec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		err = <-waited
 	}
 
-	var exit *exec.ExitError
-	if errors.As(err, &exit) {
-		if st, ok := exit.Sys().(syscall.WaitStatus); ok && st.Signaled() {
-			return 128 + int(st.Signal()), nil
-		}
-
-		return exit.ExitCode(), nil
+	if code, ok := childproc.ExitCode(err); ok {
+		return code, nil
 	}
 
 	if err != nil {
