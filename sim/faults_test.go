@@ -171,15 +171,23 @@ func etcdIndex(t *testing.T, ctx context.Context, c *sim.Cluster, node string) u
 	}
 	defer ec.Close() //nolint:errcheck
 
-	sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
+	// Each try has 2 s; a process the race detector and make test's other
+	// lanes starve has missed that once, so it tries up to five times.
+	for range 5 {
+		sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		st, serr := ec.Status(sctx, fmt.Sprintf("%s:2379", c.Node(node).Address()))
+		cancel()
 
-	st, err := ec.Status(sctx, fmt.Sprintf("%s:2379", c.Node(node).Address()))
-	if err != nil {
-		t.Fatalf("%s status: %v", node, err)
+		if serr == nil {
+			return st.RaftIndex
+		}
+
+		err = serr
 	}
 
-	return st.RaftIndex
+	t.Fatalf("%s status: %v", node, err)
+
+	return 0
 }
 
 // progress reports whether each member's raft index moved during d.
