@@ -363,7 +363,9 @@ faults:
   - {name: cut-2-3, kind: partition, nodes: [cp2, cp3], when: {node: cp3, state: voter, after: 3m}, for: 3m}
   - {name: isolate-3, kind: isolate, node: cp3, when: {node: cp3, state: voter, after: 7m}, for: 3m}
 expect:
-  within: 30m
+  # the last fault heals ten Talos minutes after cp3 became a voter, which
+  # took 19 under CI's load (30m once ended the run with cp3 still cut off)
+  within: 45m
   # the faults after the formation need the run to go on watching
   settle: 15m
   converged: true
