@@ -47,15 +47,12 @@ func apiserverCrashLoop(ev *Evidence) []result.Diagnosis {
 	var out []result.Diagnosis
 
 	for _, n := range ev.controlPlanes() {
-		pod, exits := n.APIServerPod, ev.APIServerExits[n.Name]
-		if n.Mode != history.ModeConfigured || pod == nil || pod.Ready || len(exits) == 0 || !healthyVoter(n) {
+		m, ok := main.MemberOf(n)
+		if !ok || !apiServerCrashLooping(ev, n) {
 			continue
 		}
 
-		m, ok := main.MemberOf(n)
-		if !ok || m.IsLearner {
-			continue
-		}
+		pod, exits := n.APIServerPod, ev.APIServerExits[n.Name]
 
 		evidence := []string{
 			n.Name + ": kube-apiserver static pod: " + pod.String(),
@@ -74,6 +71,16 @@ func apiserverCrashLoop(ev *Evidence) []result.Diagnosis {
 	}
 
 	return out
+}
+
+// apiServerCrashLooping says whether n's API server is down for its own
+// reasons: its pod not ready and seen restarted again while n's etcd member
+// was a healthy voter, as it still is (by n's own etcd status: a list
+// another member answered can lag behind it).
+func apiServerCrashLooping(ev *Evidence, n *history.NodeObservation) bool {
+	pod := n.APIServerPod
+
+	return n.Mode == history.ModeConfigured && pod != nil && !pod.Ready && len(ev.APIServerExits[n.Name]) > 0 && healthyVoter(n)
 }
 
 // times is a count of looks as a sentence says it: "once", "twice", "3 times".

@@ -12,7 +12,9 @@ import (
 // voter, and not ready at the end, is the API server's own failure; one
 // that restarted only while its member was a learner or its etcd
 // unhealthy waited on etcd (apiserver-not-in-service says so), and one that
-// serves at the end is not diagnosed, however often it was restarted.
+// serves at the end is not diagnosed, however often it was restarted. A node
+// whose API server is not in service is diagnosed once: a crash loop is not
+// also apiserver-not-in-service, whose remedy looks at etcd.
 func TestAPIServerCrashLoop(t *testing.T) {
 	start := time.Now()
 	nodes := []history.Node{{Name: "cp1", Role: "controlplane", Address: "198.18.9.2"}}
@@ -74,10 +76,19 @@ func TestAPIServerCrashLoop(t *testing.T) {
 
 			var got []string
 
+			notInService := 0
+
 			for _, d := range Diagnose(FromHistory(h, Options{})) {
-				if d.Code == "apiserver-crash-loop" {
+				switch d.Code {
+				case "apiserver-crash-loop":
 					got = append(got, d.Message+"\n"+d.Evidence)
+				case "apiserver-not-in-service":
+					notInService++
 				}
+			}
+
+			if len(got)+notInService != 1 {
+				t.Errorf("%d apiserver-crash-loop and %d apiserver-not-in-service diagnoses of cp1, which no API server lists; want one in all", len(got), notInService)
 			}
 
 			switch {

@@ -49,7 +49,10 @@ func apiserverNotInService(ev *Evidence) []result.Diagnosis {
 	var out []result.Diagnosis
 
 	for _, n := range ev.Final.Ordered() {
-		if n.Role != target.ControlPlane || n.Mode != history.ModeConfigured || slices.Contains(endpoints, n.Address) {
+		// A crash-looping API server is apiserver-crash-loop's: its etcd
+		// member is a healthy voter, which this code's remedy would
+		// send the operator to look at.
+		if n.Role != target.ControlPlane || n.Mode != history.ModeConfigured || slices.Contains(endpoints, n.Address) || apiServerCrashLooping(ev, n) {
 			continue
 		}
 
