@@ -118,6 +118,11 @@ func (n *Node) runStaticPod(ctx context.Context, k *kubelet, component string, r
 		})
 		k.podExited(component, exitCode(err))
 
+		// Its port closed with it: the proxy in front refuses from now on.
+		if component == kubecp.APIServer {
+			n.proxies[portKubeAPIServer].UpstreamGone()
+		}
+
 		if err != nil && ctx.Err() == nil {
 			fmt.Fprintf(logf, "talchaos: %s exited: %v\n", component, err) //nolint:errcheck
 		}

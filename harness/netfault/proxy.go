@@ -35,6 +35,7 @@ type Proxy struct {
 
 	server *toxiproxy.ApiServer
 	ln     net.Listener
+	ctx    context.Context // serve's: it ends with Stop
 	cancel context.CancelFunc
 	done   chan struct{}
 	dials  sync.WaitGroup
@@ -89,6 +90,7 @@ func startProxyDialing(server *toxiproxy.ApiServer, name, listen, upstream strin
 		Proxy:   toxiproxy.NewProxy(server, name, ln.Addr().String(), upstream),
 		server:  server,
 		ln:      ln,
+		ctx:     ctx,
 		cancel:  cancel,
 		done:    make(chan struct{}),
 		dial:    dial,
@@ -169,6 +171,12 @@ func (p *Proxy) waitListening(ctx context.Context, ln net.Listener) bool {
 
 	return !p.stopped
 }
+
+// UpstreamGone tells a proxy that follows its upstream that the upstream
+// stopped listening (its process exited): it refuses connections at once,
+// where it would otherwise take the next one in and learn it from its dial
+// (the client then sees its connection reset, not refused).
+func (p *Proxy) UpstreamGone() { p.upstreamRefused(p.ctx) }
 
 // upstreamRefused closes the listener of a proxy that follows its upstream
 // and listens again once the upstream accepts a connection.

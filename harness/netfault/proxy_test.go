@@ -341,7 +341,18 @@ func TestProxyFollowsUpstream(t *testing.T) {
 		return true
 	})
 
-	proxy.Stop()
+	// Told that its upstream is gone, it refuses the very next connection.
 	l.Close()
+	proxy.UpstreamGone()
+
+	if c, err := dial(); !errors.Is(err, syscall.ECONNREFUSED) {
+		if err == nil {
+			c.Close()
+		}
+
+		t.Errorf("the first connection after UpstreamGone: %v, want it refused", err)
+	}
+
+	proxy.Stop()
 	wg.Wait()
 }
