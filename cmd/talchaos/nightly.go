@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -27,6 +28,9 @@ type nightlyOptions struct {
 	baseline string
 	compare  string
 	only     []string
+	// files: the scenario files --scenario named, by the scenario's name
+	// (built-ins are loaded by name).
+	files map[string]string
 }
 
 func newNightlyCmd() *cobra.Command {
@@ -35,7 +39,8 @@ func newNightlyCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "nightly [--seeds A-B] [--parallel P] [--baseline FILE] [--out DIR]",
 		Short: "Run the catalogue over seeds, compare with the previous night's ledger, exit 1 on a significant regression",
-		Long: `nightly runs every built-in scenario (or those named with --scenario) once per seed,
+		Long: `nightly runs every built-in scenario (or those named with --scenario: built-ins, and
+your own scenario files, each under its name) once per seed,
 all the (scenario, seed) pairs through one pool of --parallel runs at once (each
 scenario's first seed, then each one's second, ...: a spell of trouble on the
 runner costs every scenario a run, not one scenario its seeds), writes per
@@ -69,7 +74,7 @@ index.html, and runs the --baseline gate on the merged ledger.`,
 	f.StringVar(&opts.reportDir, "out", "talchaos-nightly", "directory for everything nightly writes")
 	f.StringVar(&opts.baseline, "baseline", "", "the previous night's ledger.json to compare with")
 	f.StringVar(&opts.compare, "compare", "", "compare this ledger.json with --baseline instead of running")
-	f.StringSliceVar(&opts.only, "scenario", nil, "run only these built-in scenarios (repeat or comma-separate)")
+	f.StringSliceVar(&opts.only, "scenario", nil, "run only these scenarios: built-in names or your own files, each by its name in the ledger (repeat or comma-separate)")
 	addShardFlag(cmd, &opts.shard)
 	addTimeScaleFlag(cmd, &opts.timeScale, "each scenario's own timeScale")
 
@@ -81,7 +86,7 @@ index.html, and runs the --baseline gate on the merged ledger.`,
 func runNightly(cmd *cobra.Command, opts nightlyOptions) error {
 	out := cmd.OutOrStdout()
 
-	names, seeds, err := checkNightlyFlags(cmd, opts)
+	names, seeds, err := checkNightlyFlags(cmd, &opts)
 	if err != nil {
 		return &exitError{code: exitInput, err: err}
 	}
@@ -148,7 +153,7 @@ func runNightly(cmd *cobra.Command, opts nightlyOptions) error {
 	var scs []*scenario.Scenario
 
 	for _, name := range names {
-		if sc, err := loadScenario(name); err == nil {
+		if sc, err := loadScenario(opts.source(name)); err == nil {
 			scs = append(scs, sc)
 		}
 	}
@@ -215,10 +220,11 @@ func writeNight(out io.Writer, dir string, ledger *stats.Ledger, hunts []*report
 	return verdictOf(out, changes)
 }
 
-// checkNightlyFlags checks every flag before anything is read, run or
-// created, and returns the scenarios and seeds to run. --scenario given empty is an
-// error, not the whole catalogue.
-func checkNightlyFlags(cmd *cobra.Command, opts nightlyOptions) ([]string, []int64, error) {
+// checkNightlyFlags checks every flag before anything is run or created, and
+// returns the scenarios (by name) and seeds to run; the scenario files
+// --scenario names are read and validated here, and kept in opts.files.
+// --scenario given empty is an error, not the whole catalogue.
+func checkNightlyFlags(cmd *cobra.Command, opts *nightlyOptions) ([]string, []int64, error) {
 	if opts.compare != "" {
 		for _, f := range []string{"seeds", "parallel", "out", "scenario", "shard", "time-scale"} {
 			if cmd.Flags().Changed(f) {
@@ -242,29 +248,71 @@ func checkNightlyFlags(cmd *cobra.Command, opts nightlyOptions) ([]string, []int
 		return nil, nil, err
 	}
 
-	names := scenarios.Names()
 	if !cmd.Flags().Changed("scenario") {
-		return names, seeds, nil
+		return scenarios.Names(), seeds, nil
 	}
 
 	if len(opts.only) == 0 {
 		return nil, nil, errors.New("--scenario: no scenario named (leave the flag out to run the whole catalogue)")
 	}
 
-	seen := map[string]bool{}
+	var names []string
 
-	for _, n := range opts.only {
-		switch {
-		case !slices.Contains(names, n):
-			return nil, nil, fmt.Errorf("--scenario %s: no such built-in scenario (talchaos list)", quoteShort(n))
-		case seen[n]:
-			return nil, nil, fmt.Errorf("--scenario %s: named twice", quoteShort(n))
+	opts.files = map[string]string{}
+
+	for _, arg := range opts.only {
+		name := arg
+
+		if !isBuiltin(arg) {
+			sc, err := loadScenario(arg)
+
+			switch {
+			case err != nil && !exists(arg):
+				return nil, nil, fmt.Errorf("--scenario %s: no such built-in scenario or scenario file (talchaos list)", quoteShort(arg))
+			case err != nil:
+				return nil, nil, fmt.Errorf("--scenario %s: %w", quoteShort(arg), err)
+			}
+
+			name = sc.Name
+
+			// Not a file: a built-in by its file's name (NAME.yaml).
+			if exists(arg) {
+				// Its results go by its name (OUT/NAME, the ledger, the
+				// baseline's gate): a built-in's name would mix two
+				// scenarios.
+				if isBuiltin(name) {
+					return nil, nil, fmt.Errorf("--scenario %s: its name %q is a built-in scenario's; a night's scenarios need names of their own", quoteShort(arg), name)
+				}
+
+				opts.files[name] = arg
+			}
 		}
 
-		seen[n] = true
+		if slices.Contains(names, name) {
+			return nil, nil, fmt.Errorf("--scenario %s: named twice (the scenario %q)", quoteShort(arg), name)
+		}
+
+		names = append(names, name)
 	}
 
-	return opts.only, seeds, nil
+	return names, seeds, nil
+}
+
+// exists reports whether a file (of any kind) is at path.
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+
+	return err == nil
+}
+
+// source is what a night's scenario is loaded from: its file, or its
+// built-in name.
+func (o nightlyOptions) source(name string) string {
+	if f, ok := o.files[name]; ok {
+		return f
+	}
+
+	return name
 }
 
 // readBaseline reads --baseline, the previous night's ledger (nil when not

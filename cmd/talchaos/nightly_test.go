@@ -13,6 +13,7 @@ import (
 
 	"github.com/talchaos/talchaos/reports"
 	"github.com/talchaos/talchaos/reports/stats"
+	"github.com/talchaos/talchaos/scenarios"
 )
 
 func writeLedger(t *testing.T, path string, sums ...stats.Summary) {
@@ -185,6 +186,73 @@ func TestNightlyWritesItsFiles(t *testing.T) {
 
 	if code, text := run(t, "nightly", "--baseline", filepath.Join(out, reports.LedgerFile), "--compare", filepath.Join(out, reports.LedgerFile)); code != exitPass {
 		t.Errorf("compared with itself: exit %d:\n%s", code, text)
+	}
+}
+
+// A night runs the operator's own scenario files beside the built-ins, each
+// under its own name (its directory, the ledger, the gate); a file whose name
+// is a built-in's, the same scenario named twice, and a file that does not
+// parse are refused before anything runs.
+func TestNightlyRunsScenarioFiles(t *testing.T) {
+	dir := t.TempDir()
+
+	data, _, err := scenarios.Read("pki-mismatch")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	write := func(name string, data []byte) string {
+		t.Helper()
+
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+
+		return path
+	}
+
+	mine := write("mine.yaml", []byte(strings.Replace(string(data), "name: pki-mismatch", "name: my-pki-mismatch", 1)))
+	builtinName := write("same-name.yaml", data)
+	broken := write("broken.yaml", []byte(strings.Replace(string(data), "name: pki-mismatch", "name: my-broken\nnoSuchField: 1", 1)))
+
+	for _, tc := range []struct {
+		scenarios, want string
+	}{
+		{builtinName, `its name "pki-mismatch" is a built-in scenario's`},
+		{mine + "," + mine, `named twice (the scenario "my-pki-mismatch")`},
+		{broken, "broken.yaml:"},
+		{filepath.Join(dir, "missing.yaml"), "no such built-in scenario or scenario file"},
+	} {
+		out := filepath.Join(dir, "refused")
+		if code, text := run(t, "nightly", "--scenario", tc.scenarios, "--seeds", "1", "--out", out); code != exitInput || !strings.Contains(text, tc.want) {
+			t.Errorf("--scenario %s: exit %d, want 2 with %q:\n%s", tc.scenarios, code, tc.want, text)
+		}
+
+		if _, err := os.Stat(out); err == nil {
+			t.Errorf("--scenario %s: %s was created", tc.scenarios, out)
+		}
+	}
+
+	out := filepath.Join(dir, "night")
+
+	code, text := run(t, "nightly", "--scenario", mine, "--seeds", "1", "--time-scale", "30", "--out", out)
+	if code != exitPass {
+		t.Fatalf("exit %d:\n%s", code, text)
+	}
+
+	l, err := stats.ReadLedger(filepath.Join(out, reports.LedgerFile))
+	if err != nil || len(l.Scenarios) != 1 || l.Scenarios[0].Scenario != "my-pki-mismatch" || l.Scenarios[0].Runs != 1 {
+		t.Fatalf("ledger (%v): %+v", err, l)
+	}
+
+	if _, err := os.Stat(filepath.Join(out, "my-pki-mismatch", "hunt.json")); err != nil {
+		t.Errorf("the scenario's hunt: %v", err)
+	}
+
+	// Its runs say to replay them from the file, not from a built-in.
+	if want := "talchaos run " + mine + " --target sim --seed 1"; !strings.Contains(text, want) {
+		t.Errorf("no %q in:\n%s", want, text)
 	}
 }
 

@@ -65,7 +65,7 @@ func runNight(ctx context.Context, out io.Writer, tgt target.Target, names []str
 			continue // every seed of it is another shard's
 		}
 
-		sc, err := loadScenarioAt(name, opts.timeScale)
+		sc, err := loadScenarioAt(opts.source(name), opts.timeScale)
 		if err != nil {
 			return nil, &exitError{code: exitInput, err: err}
 		}
@@ -129,7 +129,7 @@ func runNight(ctx context.Context, out io.Writer, tgt target.Target, names []str
 		}
 		mu.Unlock()
 
-		r := runSeed(ctx, p.s.sc, tgt, p.seed, p.s.name, p.s.opts)
+		r := runSeed(ctx, p.s.sc, tgt, p.seed, opts.source(p.s.name), p.s.opts)
 
 		if r.written {
 			bar.finishedAs(p.s.name, r.run, r.interrupted)

@@ -187,10 +187,10 @@ func recordedSchedule(r *result.Result) []result.Planned {
 // replayCommand is the command that runs the same scenario, target and seed
 // again, with the inventory and the permission a real target needs.
 func replayCommand(arg string, opts runOptions, seed int64) string {
-	cmd := fmt.Sprintf("talchaos run %s --target %s --seed %d", arg, opts.target, seed)
+	cmd := fmt.Sprintf("talchaos run %s --target %s --seed %d", shellQuote(arg), opts.target, seed)
 
 	if opts.inventory != "" {
-		cmd += " --inventory " + opts.inventory
+		cmd += " --inventory " + shellQuote(opts.inventory)
 	}
 
 	if opts.allowDestructive {

@@ -43,7 +43,7 @@ func TestHostileFlagsExitTwo(t *testing.T) {
 		{[]string{"up", "--from", "happy-path", "--time-scale", "NaN"}, "--time-scale: must be between 1 and 10000, got NaN"},
 		{[]string{"nightly", "--scenario", ""}, "--scenario: no scenario named"},
 		{[]string{"nightly", "--scenario", "happy-path,happy-path"}, `--scenario "happy-path": named twice`},
-		{[]string{"nightly", "--scenario", "\x1b[31mred"}, `--scenario "\x1b[31mred": no such built-in scenario`},
+		{[]string{"nightly", "--scenario", "\x1b[31mred"}, `--scenario "\x1b[31mred": no such built-in scenario or scenario file`},
 		{[]string{"nightly", "--seeds", "1,1"}, "seed 1 is given twice"},
 		{[]string{"nightly", "--parallel", "-3"}, "--parallel: must be between 1 and 256, got -3"},
 		{[]string{"nightly", "--compare", "x.json", "--seeds", "1-3"}, "--seeds is for a night's run"},
