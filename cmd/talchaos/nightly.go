@@ -275,11 +275,11 @@ func checkNightlyFlags(cmd *cobra.Command, opts *nightlyOptions) ([]string, []in
 
 			name = sc.Name
 
-			// Not a file: a built-in by its file's name (NAME.yaml).
+			// A file's results go by its name (OUT/NAME, the ledger, the
+			// baseline's gate): a built-in's name would mix two
+			// scenarios. (Not a file: a built-in by its file's name,
+			// NAME.yaml.)
 			if exists(arg) {
-				// Its results go by its name (OUT/NAME, the ledger, the
-				// baseline's gate): a built-in's name would mix two
-				// scenarios.
 				if isBuiltin(name) {
 					return nil, nil, fmt.Errorf("--scenario %s: its name %q is a built-in scenario's; a night's scenarios need names of their own", quoteShort(arg), name)
 				}
