@@ -208,6 +208,8 @@ func runCertify(cmd *cobra.Command, command []string, opts certifyOptions) error
 		printShard(cmd, plan, len(jobs))
 	}
 
+	jobs = roundRobin(jobs, func(j certifyJob) string { return j.sc.Name })
+
 	c := &reports.Certify{
 		Command: command, Target: tgt.Name(), Seeds: seeds, Started: time.Now().UTC(), Parallel: opts.parallel,
 		Tool: buildinfo.Read().String(), FailOn: opts.failOn, Skipped: skipped, Shard: plan.Stamp(),

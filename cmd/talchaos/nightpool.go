@@ -192,24 +192,47 @@ func runNight(ctx context.Context, out io.Writer, tgt target.Target, names []str
 }
 
 // interleave lists the night's pairs round by round: every scenario's first
-// seed in the catalogue's order, then every one's second, and so on.
+// seed, then every one's second, and so on; a scenario with fewer seeds (a
+// shard's share) drops out when they are done.
 func interleave(night []*nightScenario) []nightPair {
 	var pairs []nightPair
 
-	for round := 0; ; round++ {
-		added := false
-
-		for _, s := range night {
-			if round < len(s.seeds) {
-				pairs = append(pairs, nightPair{s: s, seed: s.seeds[round]})
-				added = true
-			}
-		}
-
-		if !added {
-			return pairs
+	for _, s := range night {
+		for _, seed := range s.seeds {
+			pairs = append(pairs, nightPair{s: s, seed: seed})
 		}
 	}
+
+	return roundRobin(pairs, func(p nightPair) string { return p.s.name })
+}
+
+// roundRobin orders items round by round: every group's first item (the
+// groups in the order they first appear), then every group's second, and so
+// on, each group's items in their order. A night and a certification run
+// their (scenario, seed) pairs so: a spell of trouble on the runner then
+// costs every scenario a run, not one scenario its seeds.
+func roundRobin[T any](items []T, group func(T) string) []T {
+	rank := make([]int, len(items))
+	seen := map[string]int{}
+
+	for i, it := range items {
+		rank[i] = seen[group(it)]
+		seen[group(it)]++
+	}
+
+	idx := make([]int, len(items))
+	for i := range idx {
+		idx[i] = i
+	}
+
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(rank[a], rank[b]) })
+
+	out := make([]T, len(items))
+	for i, j := range idx {
+		out[i] = items[j]
+	}
+
+	return out
 }
 
 // nightHunt is a scenario's hunt in a night: its runs in seed order, its
