@@ -71,6 +71,9 @@ type Cluster struct {
 	toxi    *toxiproxy.ApiServer
 	// sanMu serialises updateSANGates (lateaddr.go).
 	sanMu sync.Mutex
+	// registry is what the image registry the nodes pull from lacks
+	// (registry.go).
+	registry registry
 
 	bundle      *secrets.Bundle
 	endpoint    string // the configs' control-plane endpoint

@@ -22,7 +22,7 @@ func (Target) Name() string { return "sim" }
 // engine's own calls are covered too.
 func (Target) Capabilities() []target.Capability {
 	out := []target.Capability{target.PartitionNodes, target.IsolateNode, target.EtcdMembership, target.HoldTimeUnsynced, target.OffsetClock,
-		target.DiscoveryRegistry, target.HoldAddressDown}
+		target.DiscoveryRegistry, target.HoldAddressDown, target.RegistryImages}
 
 	// A slow disk needs the kernel's seccomp user notification (package diskgate).
 	if diskgate.Available() == nil {

@@ -16,6 +16,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/talchaos/talchaos/harness/chaos"
+	"github.com/talchaos/talchaos/harness/clock"
 	"github.com/talchaos/talchaos/harness/talosclient"
 	"github.com/talchaos/talchaos/sim/simtest"
 )
@@ -197,6 +199,22 @@ func TestUpgradeRefusals(t *testing.T) {
 
 	_, err = cl1.UpgradeWithOptions(ctx, client.WithUpgradeImage("ghcr.io/siderolabs/installer:v1.12.7"), client.WithUpgradeStage(true))
 	wantStatus(t, "staged", err, codes.Unimplemented, "staged upgrades are not simulated")
+
+	// An image the registry lacks, named short: pulled by its normalized
+	// name, and refused with go-retry's set of the two pulls' one error.
+	heal, err := chaos.ImageMissing{Image: "installer:v1.12.7"}.Inject(ctx, &chaos.Env{Cluster: c, Clock: clock.New(60), Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	_, err = cl1.UpgradeWithOptions(ctx, client.WithUpgradeImage("installer:v1.12.7"))
+	wantStatus(t, "image missing", err, codes.Unknown,
+		`error validating installer image "installer:v1.12.7": 1 error(s) occurred:`+"\n\t"+`failed to pull image "docker.io/library/installer:v1.12.7": `+
+			`failed to resolve reference "docker.io/library/installer:v1.12.7": docker.io/library/installer:v1.12.7: not found`)
+
+	if err := heal(); err != nil {
+		t.Fatal(err)
+	}
 
 	cl3 := secure(t, ctx, c, nodes[2])
 	id3 := memberID(ctx, t, cl3)

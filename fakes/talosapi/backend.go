@@ -125,6 +125,10 @@ type Backend interface {
 	// UpgradedTo is the Talos version an upgrade installed (its installer
 	// image's tag), "" while the node runs the one it started with.
 	UpgradedTo() string
+	// PullInstaller pulls an upgrade's installer image (its reference
+	// normalized) as Upgrade's validation does, and returns the error the
+	// pull ends with.
+	PullInstaller(ctx context.Context, ref string) error
 	// Upgrade runs the upgrade sequence after the reply (the checks are
 	// done); its events carry actorID. While another upgrade runs it
 	// publishes UpgradeSequenceLocked instead.

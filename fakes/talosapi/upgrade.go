@@ -45,9 +45,8 @@ func (s *Server) upgradeMutexTTLSeconds() int {
 // forced) takes the cluster's upgrade mutex in etcd and checks that every
 // member is started and healthy, and the upgrade sequence runs after the
 // reply. The image is named, never pulled: its reference must parse as
-// containerd's does (image.Pull's reference.ParseDockerRef), which is the
-// one check of PullAndValidateInstallerImage the sim makes; a registry that
-// does not have the image is not modelled. A staged upgrade is refused: the
+// containerd's does (image.Pull's reference.ParseDockerRef), and the backend
+// says whether the registry has it (PullInstaller: the image-missing fault). A staged upgrade is refused: the
 // sim has no staged-upgrade sequence.
 func (m *machineServer) Upgrade(ctx context.Context, in *machine.UpgradeRequest) (*machine.UpgradeResponse, error) {
 	actorID := uuid.New().String()
@@ -60,8 +59,13 @@ func (m *machineServer) Upgrade(ctx context.Context, in *machine.UpgradeRequest)
 
 	m.machinedLog("validating %q", in.GetImage())
 
-	if _, err := reference.ParseDockerRef(in.GetImage()); err != nil {
+	named, err := reference.ParseDockerRef(in.GetImage())
+	if err != nil {
 		return nil, fmt.Errorf("error validating installer image %q: failed to parse image reference %q: %w", in.GetImage(), in.GetImage(), err)
+	}
+
+	if err := m.backend().PullInstaller(ctx, named.String()); err != nil {
+		return nil, fmt.Errorf("error validating installer image %q: %w", in.GetImage(), err)
 	}
 
 	if m.isControlPlane() && !in.GetForce() {

@@ -291,6 +291,8 @@ func TestValidation(t *testing.T) {
 		{"api-delay", "{kind: api-delay, node: cp2, rpc: Bootstrap, at: 0s}", "faults[0].delay: required: a duration between 1ms and 1h0m0s"},
 		{"time-unsynced", "{kind: time-unsynced, node: cp7, at: 0s}", `faults[0].node: unknown node "cp7"`},
 		{"time-unsynced", "{kind: time-unsynced, node: cp1, rpc: Bootstrap, at: 0s}", `faults[0].rpc: "rpc" does not apply to kind time-unsynced`},
+		{"image-missing", "{kind: image-missing, image: ghcr.io/Siderolabs/installer:v1.12.7, at: 0s}", `faults[0].image: "ghcr.io/Siderolabs/installer:v1.12.7" is not an image reference: invalid reference format: repository name (Siderolabs/installer) must be lowercase`},
+		{"image-missing", "{kind: image-missing, node: cp1, at: 0s}", `faults[0].node: "node" does not apply to kind image-missing`},
 		{"clock-offset", "{kind: clock-offset, node: cp2, at: 0s}", "faults[0].ahead: required: ahead or behind, a duration up to 876000h0m0s"},
 		{"clock-offset", "{kind: clock-offset, node: cp2, ahead: 1h, behind: 1h, at: 0s}", "faults[0].behind: give ahead or behind, not both"},
 		{"clock-offset", "{kind: clock-offset, node: cp2, behind: 900000h, at: 0s}", "faults[0].behind: must be between 1s and 876000h0m0s, got 900000h0m0s"},

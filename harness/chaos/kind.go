@@ -83,6 +83,8 @@ var Kinds = []Kind{
 	// the node's addresses
 	AddressLate{},
 	AddressGone{},
+	// the registry the nodes pull from
+	ImageMissing{},
 }
 
 // Env is what a fault gets when it is injected.

@@ -105,6 +105,8 @@ const (
 	HoldTimeUnsynced Capability = "time-unsynced"
 	// OffsetClock sets a node's clock off from the true time.
 	OffsetClock Capability = "clock-offset"
+	// RegistryImages keeps an image from the registry the nodes pull from.
+	RegistryImages Capability = "registry"
 	// DiscoveryRegistry acts on what a node's cluster discovery client gets
 	// from the discovery service: nothing (unreachable), or only some
 	// affiliates.
@@ -316,6 +318,14 @@ type Clocks interface {
 	// OffsetClock sets the node's clock offset from the true time (negative:
 	// behind) until healed.
 	OffsetClock(ctx context.Context, node string, offset time.Duration) (Heal, error)
+}
+
+// Registry is implemented by clusters that act on the image registry their
+// nodes pull from.
+type Registry interface {
+	// HideImage makes the registry answer "not found" for the image (every
+	// image when it is empty) until healed.
+	HideImage(ctx context.Context, image string) (Heal, error)
 }
 
 // Discovery is implemented by clusters that act on a node's view of the
