@@ -13,8 +13,8 @@ import (
 // reason are not.
 func TestUpgradeImageMissing(t *testing.T) {
 	const (
-		on      = history.ModeConfigured
-		image   = `"ghcr.io/siderolabs/installer:v1.12.99"`
+		on    = history.ModeConfigured
+		image = `"ghcr.io/siderolabs/installer:v1.12.99"`
 		// As allenporter/k8s-gitops#2384 shows it (go-retry's set of one).
 		missing = "error validating installer image " + image + ": 1 error(s) occurred:\n\t" + `failed to pull image "ghcr.io/siderolabs/installer:v1.12.99": ` +
 			`failed to resolve reference "ghcr.io/siderolabs/installer:v1.12.99": ghcr.io/siderolabs/installer:v1.12.99: not found`
