@@ -18,6 +18,8 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/emptypb"
 
+	"github.com/talchaos/talchaos/harness/chaos"
+	"github.com/talchaos/talchaos/harness/clock"
 	"github.com/talchaos/talchaos/harness/scenario"
 	"github.com/talchaos/talchaos/harness/talosclient"
 	"github.com/talchaos/talchaos/harness/target"
@@ -133,6 +135,23 @@ func TestConformanceOfEtcdAndMaintenanceRPCs(t *testing.T) {
 			_, err := c2.MachineClient.EtcdDefragment(ctx, &emptypb.Empty{})
 			return err
 		}, codes.OK, ""},
+		// The image-missing fault's effect; healed, the next row's
+		// refusal comes after the pull.
+		{"Upgrade to an image the registry lacks", machineSrc + " Upgrade; internal/pkg/install/pull.go, internal/pkg/containers/image/image.go Pull", func() error {
+			heal, err := chaos.ImageMissing{Image: "ghcr.io/siderolabs/installer:v1.12.6"}.Inject(ctx, &chaos.Env{Cluster: c, Clock: clock.New(60), Seed: 1})
+			if err != nil {
+				return err
+			}
+
+			defer heal() //nolint:errcheck
+
+			injected.Store(chaos.ImageMissing{}.Kind(), true)
+
+			_, err = c1.MachineClient.Upgrade(ctx, &machine.UpgradeRequest{Image: "ghcr.io/siderolabs/installer:v1.12.6"})
+
+			return err
+		}, codes.Unknown, `error validating installer image "ghcr.io/siderolabs/installer:v1.12.6": 1 error(s) occurred:` + "\n\t" +
+			`failed to pull image "ghcr.io/siderolabs/installer:v1.12.6": failed to resolve reference "ghcr.io/siderolabs/installer:v1.12.6": ghcr.io/siderolabs/installer:v1.12.6: not found`},
 		{"Upgrade of one of two members", machineSrc + " Upgrade; internal/pkg/etcd/etcd.go ValidateForUpgrade", func() error {
 			_, err := c1.MachineClient.Upgrade(ctx, &machine.UpgradeRequest{Image: "ghcr.io/siderolabs/installer:v1.12.6"})
 			return err
