@@ -32,31 +32,10 @@ const installerNotFound = "error validating installer image "
 func upgradeImageMissing(ev *Evidence) []result.Diagnosis {
 	var out []result.Diagnosis
 
-	upgraded := ev.upgradedSet()
-
-	for _, n := range ev.Final.Ordered() {
-		if upgraded[n.Name] {
-			continue
-		}
-
-		var (
-			last    *CallAt
-			refused int
-		)
-
-		for _, c := range ev.calls(n.Name, "Upgrade") {
-			switch {
-			case c.OK():
-				last, refused = nil, 0
-			case strings.HasPrefix(c.Message, installerNotFound) && strings.HasSuffix(c.Message, ": not found"):
-				refused++
-				last = &c
-			}
-		}
-
-		if last == nil {
-			continue
-		}
+	for _, r := range ev.refusedUpgrades(func(msg string) bool {
+		return strings.HasPrefix(msg, installerNotFound) && strings.HasSuffix(msg, ": not found")
+	}) {
+		n, last, refused := r.node, r.last, r.count
 
 		image, _, _ := strings.Cut(strings.TrimPrefix(last.Message, installerNotFound), ": ")
 

@@ -3,8 +3,10 @@ package judge
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
+	"github.com/talchaos/talchaos/harness/history"
 	"github.com/talchaos/talchaos/harness/result"
 )
 
@@ -35,36 +37,10 @@ var memberInRefusal = regexp.MustCompile(`etcd member ([0-9a-f]{16}) is not`)
 func upgradeRefused(ev *Evidence) []result.Diagnosis {
 	var out []result.Diagnosis
 
-	upgraded := ev.upgradedSet()
-
-	for _, n := range ev.Final.Ordered() {
-		if upgraded[n.Name] {
-			continue
-		}
-
-		var (
-			last    *CallAt
-			refused int
-		)
-
-		for _, c := range ev.calls(n.Name, "Upgrade") {
-			if c.OK() {
-				last, refused = nil, 0
-
-				continue
-			}
-
-			for _, prefix := range upgradeChecks {
-				if strings.HasPrefix(c.Message, prefix) {
-					refused++
-					last = &c
-				}
-			}
-		}
-
-		if last == nil {
-			continue
-		}
+	for _, r := range ev.refusedUpgrades(func(msg string) bool {
+		return slices.ContainsFunc(upgradeChecks, func(prefix string) bool { return strings.HasPrefix(msg, prefix) })
+	}) {
+		n, last, refused := r.node, r.last, r.count
 
 		why := strings.TrimPrefix(strings.TrimPrefix(last.Message, upgradeChecks[0]), upgradeChecks[1])
 
@@ -79,6 +55,46 @@ func upgradeRefused(ev *Evidence) []result.Diagnosis {
 		out = append(out, diag("upgrade-refused", n.Name,
 			n.Name+"'s upgrade was refused and it was never upgraded: "+why,
 			fmt.Sprintf("%d Upgrade call(s) refused by the etcd checks, the last at %s: %s", refused, ev.span(last.At), describeCall(*last)), last.At))
+	}
+
+	return out
+}
+
+// refusedUpgrade is a node not upgraded at the end whose Upgrade calls since
+// its last accepted one were refused: the last of them and how many.
+type refusedUpgrade struct {
+	node  *history.NodeObservation
+	last  *CallAt
+	count int
+}
+
+// refusedUpgrades are the nodes not upgraded at the end whose Upgrade calls
+// since their last accepted one were refused as match says, in order.
+func (ev *Evidence) refusedUpgrades(match func(msg string) bool) []refusedUpgrade {
+	var out []refusedUpgrade
+
+	upgraded := ev.upgradedSet()
+
+	for _, n := range ev.Final.Ordered() {
+		if upgraded[n.Name] {
+			continue
+		}
+
+		r := refusedUpgrade{node: n}
+
+		for _, c := range ev.calls(n.Name, "Upgrade") {
+			switch {
+			case c.OK():
+				r.last, r.count = nil, 0
+			case match(c.Message):
+				r.count++
+				r.last = &c
+			}
+		}
+
+		if r.last != nil {
+			out = append(out, r)
+		}
 	}
 
 	return out
