@@ -187,8 +187,8 @@ test-scenarios:
 # powered off under Kubernetes on containers, the upgrade's refusals and drain
 # and the Kubernetes endpoints through a reboot on the sim, the rolling upgrade
 # with a member down and the Kubernetes too-many-learners pair, and the example
-# bootstrap's rolling upgrade certified against upgrade-interrupted; about 30
-# minutes.
+# bootstrap's rolling upgrade certified against upgrade-interrupted and
+# upgrade-image-missing; about 30 minutes.
 test-long:
 	$(GO) test -count=1 -race -timeout 30m -run '^TestScenarios$$' ./scenarios -args '-ginkgo.label-filter=seeds || long'
 	$(GO) test -count=1 -race -timeout 30m -run '^(TestBuiltinsAsOnSim|TestKubernetesFaults)$$' ./sim/container -args -all-builtins

@@ -47,9 +47,11 @@ var _ = Describe("certified", func() {
 // The bootstrap and its rolling upgrade certified together against an
 // upgrade interrupted by a reboot: the upgrade checks each node's version
 // after its reboot, so it upgrades cp2 again and survives (a script that
-// trusts `talosctl upgrade`'s wait is silent there).
+// trusts `talosctl upgrade`'s wait is silent there); and against an
+// installer image the registry lacks, where it stops at the refusal and
+// returns it (loud).
 var _ = Describe("certified with its rolling upgrade", Label("long"), func() {
-	It("survives an interrupted upgrade", func(ctx SpecContext) {
+	It("survives an interrupted upgrade and stops loudly at a missing image", func(ctx SpecContext) {
 		quick := bootstrap.Options{Apply: 10 * time.Second, Join: 40 * time.Second, Poll: 300 * time.Millisecond, Call: 3 * time.Second}
 		own := func(nodes []simtest.Node) []bootstrap.Node {
 			var out []bootstrap.Node
@@ -67,13 +69,16 @@ var _ = Describe("certified with its rolling upgrade", Label("long"), func() {
 			// three upgrades fit the scenario's 30 Talos minutes with
 			// room (at its 60x, 30 s of wall time, which a loaded
 			// 2-core machine once outlasted).
-			Scenarios: []string{"upgrade-interrupted"}, TimeScale: 20,
+			Scenarios: []string{"upgrade-interrupted", "upgrade-image-missing"}, TimeScale: 20,
 			Upgrade: func(ctx context.Context, talosconfig *clientconfig.Config, nodes []simtest.Node, image string) error {
 				return bootstrap.RollingUpgrade(ctx, own(nodes), talosconfig, image, bootstrap.UpgradeOptions{Options: quick, Reboot: time.Minute})
 			},
 		})
 		Expect(err).NotTo(HaveOccurred())
-		Expect(results).To(HaveLen(1))
-		Expect(results[0].Held()).To(BeTrue(), results[0].String())
-	}, SpecTimeout(4*time.Minute))
+		Expect(results).To(HaveLen(2))
+
+		for _, r := range results {
+			Expect(r.Held()).To(BeTrue(), r.String())
+		}
+	}, SpecTimeout(5*time.Minute))
 })
