@@ -46,8 +46,8 @@ func (s *Server) upgradeMutexTTLSeconds() int {
 // member is started and healthy, and the upgrade sequence runs after the
 // reply. The image is named, never pulled: its reference must parse as
 // containerd's does (image.Pull's reference.ParseDockerRef), and the backend
-// says whether the registry has it (PullInstaller: the image-missing fault). A staged upgrade is refused: the
-// sim has no staged-upgrade sequence.
+// says whether the registry has it (PullInstaller: the image-missing fault).
+// A staged upgrade is refused: the sim has no staged-upgrade sequence.
 func (m *machineServer) Upgrade(ctx context.Context, in *machine.UpgradeRequest) (*machine.UpgradeResponse, error) {
 	actorID := uuid.New().String()
 
